@@ -1,0 +1,57 @@
+"""fastgemm: a ladder of SGEMM kernels, each verified and timed against the vendor library.
+
+    import numpy as np, fastgemm
+    A = np.random.rand(512, 256).astype(np.float32)
+    B = np.random.rand(256, 128).astype(np.float32)
+    C = fastgemm.sgemm(A, B)                        # fastest correct kernel here
+    C = fastgemm.sgemm(A, B, kernel="ikj")          # one rung of the ladder
+    r = fastgemm.benchmark("ikj", 512, baseline=True)
+    print(r.gflops, r.ratio, r.rel_err)
+"""
+
+try:  # the cpu baseline's OpenBLAS lives in this wheel on Linux; loading it first is harmless
+    import scipy_openblas32 as _scipy_openblas32  # noqa: F401
+except ImportError:
+    pass
+
+from . import _fastgemm
+from .api import BenchResult, backends, benchmark, empty, kernels, sgemm, zeros
+from .errors import (
+    BackendUnavailableError,
+    ConstraintError,
+    DTypeError,
+    FastgemmError,
+    KernelError,
+    NotFoundError,
+    ShapeError,
+)
+from . import autotune as _autotune
+
+__version__ = _fastgemm.__version__
+
+
+def get_num_threads() -> int:
+    """Threads the CPU kernels (and the BLAS baseline) use."""
+    return _fastgemm.get_num_threads()
+
+
+def set_num_threads(n: int) -> None:
+    """Set the CPU thread count (default: FASTGEMM_NUM_THREADS, else the usable cores)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"thread count must be an integer >= 1, got {n!r}")
+    _fastgemm.set_num_threads(n)
+
+
+_autotune.load()
+
+try:  # let threadpoolctl.threadpool_limits(1) limit fastgemm too, when threadpoolctl is installed
+    from . import _threadpoolctl  # noqa: F401
+except ImportError:
+    pass
+
+__all__ = [
+    "sgemm", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros",
+    "get_num_threads", "set_num_threads", "__version__",
+    "FastgemmError", "ShapeError", "DTypeError", "ConstraintError", "NotFoundError",
+    "BackendUnavailableError", "KernelError",
+]

@@ -1,0 +1,334 @@
+"""The public Python API: sgemm, backends, kernels, benchmark.
+
+These names are the contract; later backends extend them and never rename them.
+Everything here is argument checking and layout bookkeeping; the arithmetic and every
+timing loop run in the native core with the GIL released.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import numpy as np
+
+from . import _fastgemm
+from .errors import DTypeError, ShapeError, NotFoundError
+
+__all__ = ["sgemm", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros"]
+
+_ITEM = 4  # bytes per float32
+
+
+def _device_array_hook(A, B, C):
+    """Returns the module that handles GPU-resident arrays, or None for host arrays."""
+    for x in (A, B, C):
+        if x is not None and (hasattr(x, "__cuda_array_interface__") or _is_dlpack_device(x)):
+            from . import cuda  # imported lazily: only users of device arrays pay for it
+
+            return cuda
+    return None
+
+
+def _is_dlpack_device(x) -> bool:
+    dev = getattr(x, "__dlpack_device__", None)
+    if dev is None or isinstance(x, np.ndarray):
+        return False
+    try:
+        return dev()[0] != 1  # 1 == kDLCPU
+    except Exception:
+        return False
+
+
+def _as_float32_matrix(x, name: str) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    if x.dtype != np.float32:
+        raise DTypeError(
+            f"{name} has dtype {x.dtype}; fastgemm computes in float32 only: "
+            f"pass {name}.astype(numpy.float32)"
+        )
+    if x.ndim != 2:
+        raise ShapeError(f"{name} must be a 2-D matrix, got a {x.ndim}-D array of shape {x.shape}")
+    return x
+
+
+def _unit_inner(x: np.ndarray) -> bool:
+    """True when rows are contiguous and row starts advance by a positive whole row or more."""
+    rows, cols = x.shape
+    inner_ok = cols <= 1 or x.strides[1] == _ITEM
+    outer_ok = rows <= 1 or (x.strides[0] > 0 and x.strides[0] % _ITEM == 0 and x.strides[0] >= _ITEM * cols)
+    return inner_ok and outer_ok
+
+
+def _row_major_view(x: np.ndarray, trans: bool):
+    """(view, trans) with the same meaning, where view has unit inner stride.
+
+    A Fortran-ordered (column-major) matrix is the row-major transpose of itself, so it
+    is passed as x.T with the transpose flag flipped: no copy. Any other layout
+    (negative or non-unit strides) is copied once.
+    """
+    if _unit_inner(x):
+        return x, trans
+    if _unit_inner(x.T):
+        return x.T, not trans
+    return np.ascontiguousarray(x), trans
+
+
+def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.may_share_memory(a, b) and np.shares_memory(a, b)
+
+
+def _check_scalar(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
+          kernel="auto", backend="auto"):
+    """C = alpha * op(A) @ op(B) + beta * C in float32, with BLAS semantics.
+
+    op(X) is X, or X.T when trans_x is true. ``C`` given: written in place and returned
+    (beta == 0 does not read it, so NaN there does not propagate); ``C`` omitted: a new
+    array is returned, and beta must be 0. ``kernel="auto"`` picks the fastest kernel
+    that accepts the problem, from timings on this machine (see fastgemm.autotune);
+    ``backend="auto"`` the best available backend. Arrays in C order, Fortran order or
+    strided views are accepted; CUDA arrays (CuPy, PyTorch) go to the cuda backend
+    without copies when it is built.
+    """
+    alpha = _check_scalar(alpha, "alpha")
+    beta = _check_scalar(beta, "beta")
+    if not isinstance(kernel, str) or not isinstance(backend, str):
+        raise TypeError("kernel and backend are names (str); see fastgemm.kernels() and fastgemm.backends()")
+    device = _device_array_hook(A, B, C)
+    if device is not None:
+        return device.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+                            kernel=kernel, backend=backend)
+
+    A = _as_float32_matrix(A, "A")
+    B = _as_float32_matrix(B, "B")
+    M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
+    Kb, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
+    if K != Kb:
+        raise ShapeError(
+            f"inner dimensions differ: op(A) is {M}x{K} but op(B) is {Kb}x{N} "
+            f"(A.shape={A.shape}, trans_a={trans_a}, B.shape={B.shape}, trans_b={trans_b})"
+        )
+    if C is None:
+        if beta != 0.0:
+            raise ValueError("beta != 0 reads C, but no C was given: pass C=, or use beta=0")
+        C = np.empty((M, N), dtype=np.float32)
+        out = C
+    else:
+        if not isinstance(C, np.ndarray):
+            raise TypeError(f"C must be a numpy.ndarray (written in place), got {type(C).__name__}")
+        if C.dtype != np.float32:
+            raise DTypeError(f"C has dtype {C.dtype}; it must be float32 since it is written in place")
+        if C.shape != (M, N):
+            raise ShapeError(f"C has shape {C.shape}, but op(A) @ op(B) is {M}x{N}")
+        if not C.flags.writeable:
+            raise ShapeError("C is read-only; pass a writable array (C.flags.writeable is False)")
+        out = C
+
+    # Inputs that share memory with C would be overwritten while still being read.
+    if _overlaps(A, C):
+        A = A.copy()
+    if _overlaps(B, C):
+        B = B.copy()
+
+    a, ta = _row_major_view(A, bool(trans_a))
+    b, tb = _row_major_view(B, bool(trans_b))
+    if M == 0 or N == 0:
+        return out
+    if _unit_inner(C):
+        _fastgemm.gemm(backend, kernel, a, b, C, ta, tb, alpha, beta)
+    elif _unit_inner(C.T):
+        # Column-major C: C.T = op(B).T @ op(A).T is a row-major problem.
+        _fastgemm.gemm(backend, kernel, b, a, C.T, not tb, not ta, alpha, beta)
+    else:
+        tmp = np.ascontiguousarray(C)
+        _fastgemm.gemm(backend, kernel, a, b, tmp, ta, tb, alpha, beta)
+        C[...] = tmp
+    return out
+
+
+def backends():
+    """Every backend fastgemm knows, with ``available``, ``reason`` (why not) and ``device``."""
+    return list(_fastgemm.backends())
+
+
+def kernels(backend: Optional[str] = None):
+    """KernelInfo of every kernel (of one backend), baselines first, then in ladder order."""
+    return list(_fastgemm.kernels(backend or ""))
+
+
+def empty(shape, *, align: int = 16384) -> np.ndarray:
+    """An uninitialised float32 array whose data starts on a page boundary.
+
+    Metal can wrap page-aligned memory without a copy (newBufferWithBytesNoCopy), so
+    arrays from here reach the GPU zero-copy; 16 KiB covers Apple silicon's page size.
+    """
+    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    count = int(np.prod(shape)) if shape else 1
+    raw = np.empty(count * _ITEM + align, dtype=np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + count * _ITEM].view(np.float32).reshape(shape)
+
+
+def zeros(shape, *, align: int = 16384) -> np.ndarray:
+    """Like :func:`empty`, filled with zeros."""
+    out = empty(shape, align=align)
+    out[...] = 0.0
+    return out
+
+
+@dataclass
+class BenchResult:
+    """One kernel verified and timed natively (times in seconds, per iteration)."""
+
+    kernel: str
+    backend: str
+    M: int
+    N: int
+    K: int
+    device_times: List[float]
+    host_times: List[float]
+    prep_times: List[float]
+    threads: int
+    verified: bool
+    passed: Optional[bool]
+    max_abs_diff: Optional[float]
+    rel_err: Optional[float]
+    tolerance: Optional[float]
+    checksum: float
+    truncated: bool
+    precision: str = "fp32"
+    baseline: Optional[str] = None
+    baseline_result: Optional["BenchResult"] = None
+    ratio: Optional[float] = None  # baseline time / this kernel's time: > 1 is faster
+    diff_vs_baseline: Optional[float] = None  # max |C - C_baseline| on the same inputs
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.M * self.N * self.K
+
+    @property
+    def device_median(self) -> float:
+        return float(np.median(self.device_times))
+
+    @property
+    def device_min(self) -> float:
+        return float(np.min(self.device_times))
+
+    @property
+    def host_median(self) -> float:
+        return float(np.median(self.host_times))
+
+    @property
+    def host_min(self) -> float:
+        return float(np.min(self.host_times))
+
+    @property
+    def prep_median(self) -> float:
+        return float(np.median(self.prep_times)) if self.prep_times else 0.0
+
+    @property
+    def gflops(self) -> float:
+        """GFLOP/s from the median device time."""
+        return self.flops / self.device_median * 1e-9
+
+    @property
+    def gflops_best(self) -> float:
+        """GFLOP/s from the fastest iteration (the seeds' best-of)."""
+        return self.flops / self.device_min * 1e-9
+
+    @classmethod
+    def from_native(cls, r, precision: str) -> "BenchResult":
+        v = r.verification
+        return cls(
+            kernel=r.kernel, backend=r.backend, M=r.M, N=r.N, K=r.K,
+            device_times=list(r.device_s), host_times=list(r.host_s), prep_times=list(r.prep_s),
+            threads=r.threads, verified=r.verified,
+            passed=v.passed if r.verified else None,
+            max_abs_diff=v.max_abs_diff if r.verified else None,
+            rel_err=v.rel_err if r.verified else None,
+            tolerance=v.tolerance if r.verified else None,
+            checksum=v.checksum, truncated=r.truncated, precision=precision,
+        )
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in (
+            "kernel", "backend", "M", "N", "K", "threads", "precision", "verified", "passed",
+            "max_abs_diff", "rel_err", "tolerance", "checksum", "truncated", "baseline", "ratio",
+            "diff_vs_baseline", "device_times", "host_times", "prep_times")}
+        d.update(device_median=self.device_median, device_min=self.device_min,
+                 host_median=self.host_median, host_min=self.host_min, gflops=self.gflops)
+        d.update(self.extra)
+        return d
+
+
+def _resolve_backend_for(kernel: str, backend: Optional[str]) -> str:
+    if backend and backend != "auto":
+        return backend
+    best = _fastgemm.best_backend()
+    if kernel == "auto" or _fastgemm.kernels(best) and any(k.name == kernel for k in _fastgemm.kernels(best)):
+        return best
+    owners = [b.name for b in _fastgemm.backends()
+              if b.available and any(k.name == kernel for k in _fastgemm.kernels(b.name))]
+    if not owners:
+        raise NotFoundError(f"no available backend has a kernel named '{kernel}'; see fastgemm.kernels()")
+    return owners[0]
+
+
+def default_baseline(backend: str) -> Optional[str]:
+    """The first baseline kernel of a backend (openblas, accelerate, mps, cublas...)."""
+    for k in _fastgemm.kernels(backend):
+        if k.baseline:
+            return k.name
+    return None
+
+
+def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, verify=True,
+              baseline=None, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, seed=0x5EED,
+              max_seconds=0.0, bench=None) -> BenchResult:
+    """Verify, then time ``kernel`` on an M x N x K problem of random inputs, natively.
+
+    ``N`` and ``K`` default to ``M``. ``baseline`` names a kernel of the same backend (or
+    True for the backend's vendor baseline); it runs on the same inputs in the same
+    call, and ``ratio`` = baseline time / kernel time (> 1 means faster than the
+    baseline). Times are per iteration, measured in native code around the kernel
+    (device) and around the complete call (host).
+    """
+    N = M if N is None else N
+    K = M if K is None else K
+    for name, v in (("M", M), ("N", N), ("K", K), ("warmup", warmup), ("iters", iters)):
+        if not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    if iters < 1:
+        raise ValueError("iters must be >= 1")
+    be = _resolve_backend_for(kernel, backend)
+    if bench is None:
+        bench = _fastgemm.Bench(int(M), int(N), int(K), bool(trans_a), bool(trans_b),
+                                float(alpha), float(beta), int(seed))
+    base_result = None
+    base_out = None
+    if baseline is True or baseline == "auto":
+        baseline = default_baseline(be)
+        if baseline is None:
+            raise NotFoundError(f"backend '{be}' has no baseline kernel")
+    if baseline:
+        b = bench.run(be, baseline, warmup, iters, verify, max_seconds)
+        base_result = BenchResult.from_native(b, _fastgemm.kernel_info(be, b.kernel).precision)
+        base_out = bench.output()
+    r = bench.run(be, kernel, warmup, iters, verify, max_seconds)
+    result = BenchResult.from_native(r, _fastgemm.kernel_info(be, r.kernel).precision)
+    if base_result is not None:
+        result.baseline = base_result.kernel
+        result.baseline_result = base_result
+        result.ratio = base_result.device_median / result.device_median
+        result.diff_vs_baseline = float(np.max(np.abs(bench.output().astype(np.float64) - base_out))) \
+            if M and N else 0.0
+    return result

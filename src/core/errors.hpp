@@ -1,0 +1,39 @@
+// The errors fastgemm raises. Each maps to one Python exception class of the same name
+// (python/fastgemm/errors.py), so C++ and Python users see the same message.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace fastgemm {
+
+struct Error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Operand shapes, ranks or leading dimensions do not fit the problem.  (Python: ValueError)
+struct ShapeError : Error {
+    using Error::Error;
+};
+// An operand has the wrong element type.  (Python: TypeError)
+struct DTypeError : Error {
+    using Error::Error;
+};
+// The problem violates a kernel's registered constraint.  (Python: ValueError)
+struct ConstraintError : Error {
+    using Error::Error;
+};
+// No kernel or backend of that name.  (Python: KeyError + ValueError)
+struct NotFoundError : Error {
+    using Error::Error;
+};
+// The backend exists but cannot run on this machine.  (Python: RuntimeError)
+struct BackendUnavailableError : Error {
+    using Error::Error;
+};
+// A kernel ran but its result failed verification, or a device reported an error.
+struct KernelError : Error {
+    using Error::Error;
+};
+
+}  // namespace fastgemm

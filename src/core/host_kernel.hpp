@@ -1,0 +1,24 @@
+// HostKernel: a kernel that is one C++ function over host memory (the CPU ladder and
+// the BLAS baselines). Its device and host times are the same steady clock around
+// the call.
+#pragma once
+
+#include "kernel.hpp"
+
+namespace fastgemm {
+
+using HostGemm = void (*)(const Problem& p, const float* A, const float* B, float* C);
+
+class HostKernel : public Kernel {
+public:
+    HostKernel(KernelInfo info, HostGemm fn) : Kernel(std::move(info)), fn_(fn) {}
+
+protected:
+    std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B,
+                                        float* C) const override;
+
+private:
+    HostGemm fn_;
+};
+
+}  // namespace fastgemm

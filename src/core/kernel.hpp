@@ -1,0 +1,51 @@
+// Kernel and Launch: how the core runs an implementation without knowing its backend.
+//
+// A Kernel binds a Problem and the caller's host operands into a Launch. The Launch
+// owns whatever the backend needs (device buffers, packed copies, pipeline state),
+// so that run() is one timed iteration and nothing else. finish() makes the result
+// visible in the caller's C. The Runner times run() in a loop; sgemm() calls run()
+// once. No Python is involved in either.
+#pragma once
+
+#include <memory>
+
+#include "kernel_info.hpp"
+#include "problem.hpp"
+
+namespace fastgemm {
+
+// One iteration's time, in seconds. device: the kernel alone (GPU timestamps, CUDA
+// events, or the CPU clock around the computation). host: the complete call as a
+// caller sees it (encode, submit, wait). For CPU kernels both are the same clock.
+struct Timing {
+    double device_s = 0.0;
+    double host_s = 0.0;
+    double prep_s = 0.0;  // part of device_s spent preparing operands (a transpose, packing)
+};
+
+class Launch {
+public:
+    virtual ~Launch() = default;
+    virtual Timing run() = 0;    // C = alpha * op(A) op(B) + beta * C, once
+    virtual void finish() {}     // copy back / synchronise so that C holds the result
+};
+
+class Kernel {
+public:
+    explicit Kernel(KernelInfo info) : info_(std::move(info)) {}
+    virtual ~Kernel() = default;
+    const KernelInfo& info() const { return info_; }
+
+    // Checks constraints, then prepares a launch. A, B, C must stay alive until the
+    // Launch is destroyed; C is read when beta != 0.
+    std::unique_ptr<Launch> bind(const Problem& p, const float* A, const float* B, float* C) const;
+
+protected:
+    virtual std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B,
+                                                float* C) const = 0;
+
+private:
+    KernelInfo info_;
+};
+
+}  // namespace fastgemm

@@ -1,0 +1,60 @@
+#include "problem.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "errors.hpp"
+
+namespace fastgemm {
+
+Problem Problem::dense(int64_t M, int64_t N, int64_t K) {
+    return dense(M, N, K, false, false, 1.0f, 0.0f);
+}
+
+Problem Problem::dense(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, float alpha,
+                       float beta) {
+    Problem p;
+    p.M = M, p.N = N, p.K = K;
+    p.trans_a = trans_a, p.trans_b = trans_b;
+    p.alpha = alpha, p.beta = beta;
+    p.lda = std::max<int64_t>(1, p.a_cols());
+    p.ldb = std::max<int64_t>(1, p.b_cols());
+    p.ldc = std::max<int64_t>(1, N);
+    return p;
+}
+
+static int64_t span(int64_t rows, int64_t cols, int64_t ld) {
+    return (rows == 0 || cols == 0) ? 0 : (rows - 1) * ld + cols;
+}
+int64_t Problem::a_span() const { return span(a_rows(), a_cols(), lda); }
+int64_t Problem::b_span() const { return span(b_rows(), b_cols(), ldb); }
+int64_t Problem::c_span() const { return span(M, N, ldc); }
+
+void Problem::validate() const {
+    if (M < 0 || N < 0 || K < 0) {
+        throw ShapeError("dimensions must be non-negative, got " + describe());
+    }
+    auto check_ld = [](const char* name, int64_t ld, int64_t cols) {
+        if (ld < std::max<int64_t>(1, cols)) {
+            std::ostringstream os;
+            os << name << " = " << ld << " is smaller than the row length " << cols
+               << " (leading dimensions count elements between rows and must be >= max(1, cols))";
+            throw ShapeError(os.str());
+        }
+    };
+    check_ld("lda", lda, a_cols());
+    check_ld("ldb", ldb, b_cols());
+    check_ld("ldc", ldc, N);
+}
+
+std::string Problem::describe() const {
+    std::ostringstream os;
+    os << M << "x" << N << "x" << K << " (M x N x K)";
+    if (trans_a) os << ", trans_a";
+    if (trans_b) os << ", trans_b";
+    if (alpha != 1.0f) os << ", alpha=" << alpha;
+    if (beta != 0.0f) os << ", beta=" << beta;
+    return os.str();
+}
+
+}  // namespace fastgemm

@@ -1,0 +1,215 @@
+#include "runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "errors.hpp"
+#include "threads.hpp"
+
+namespace fastgemm {
+
+namespace {
+
+double median_of(std::vector<double> v) {
+    if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+    size_t mid = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + mid, v.end());
+    double hi = v[mid];
+    if (v.size() % 2) return hi;
+    return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + mid));
+}
+
+double min_of(const std::vector<double>& v) {
+    return v.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::min_element(v.begin(), v.end());
+}
+
+// The float64 reference costs rows * N * K multiply-adds; above this budget it covers a
+// sample of rows (first, last, and evenly spread ones) instead of all of them.
+constexpr double kReferenceBudget = double(1 << 27);
+
+std::vector<int64_t> choose_reference_rows(const Problem& p) {
+    std::vector<int64_t> rows;
+    double per_row = std::max(1.0, double(p.N) * double(p.K));
+    int64_t want = int64_t(kReferenceBudget / per_row);
+    if (want >= p.M) {
+        for (int64_t i = 0; i < p.M; ++i) rows.push_back(i);
+        return rows;
+    }
+    want = std::max<int64_t>(want, 8);
+    for (int64_t r = 0; r < want; ++r) rows.push_back(r * (p.M - 1) / (want - 1));
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
+}
+
+}  // namespace
+
+double BenchResult::device_median() const { return median_of(device_s); }
+double BenchResult::device_min() const { return min_of(device_s); }
+double BenchResult::host_median() const { return median_of(host_s); }
+double BenchResult::host_min() const { return min_of(host_s); }
+double BenchResult::prep_median() const { return median_of(prep_s); }
+double BenchResult::gflops() const { return problem.flops() / device_median() * 1e-9; }
+
+double tolerance_for(Precision precision, int64_t K) {
+    // Random-sign sums grow their rounding error like sqrt(K) unit roundoffs; the factor
+    // 8 leaves room for any summation order while a wrong tile or a skipped k-block
+    // still lands orders of magnitude above it.
+    const double eps32 = std::ldexp(1.0, -23);
+    double fp32 = 8.0 * eps32 * std::sqrt(double(std::max<int64_t>(K, 1))) + 1e-6;
+    switch (precision) {
+        case Precision::fp32: return fp32;
+        case Precision::fp32x3: return 2.0 * fp32;
+        case Precision::tf32: return 4.0 * std::ldexp(1.0, -11) + fp32;  // inputs keep 10 mantissa bits
+    }
+    return fp32;
+}
+
+std::vector<double> reference_rows(const Problem& p, const float* A, const float* B, const float* C0,
+                                   const std::vector<int64_t>& rows) {
+    std::vector<double> ref(rows.size() * size_t(p.N), 0.0);
+    std::vector<double> brow(size_t(p.N));
+    for (size_t r = 0; r < rows.size(); ++r) {
+        int64_t i = rows[r];
+        double* out = &ref[r * size_t(p.N)];
+        for (int64_t k = 0; k < p.K; ++k) {
+            double a = op_a(p, A, i, k);
+            for (int64_t j = 0; j < p.N; ++j) out[j] += a * double(op_b(p, B, k, j));
+        }
+        for (int64_t j = 0; j < p.N; ++j) {
+            double c = double(p.alpha) * out[j];
+            // BLAS: beta == 0 means C is not read, so NaN already in C does not propagate.
+            if (p.beta != 0.0f) c += double(p.beta) * double(C0[i * p.ldc + j]);
+            out[j] = c;
+        }
+    }
+    return ref;
+}
+
+Bench::Bench(const Problem& problem, uint64_t seed) : problem_(problem) {
+    problem_.validate();
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    auto fill = [&](std::vector<float>& v, int64_t n) {
+        v.resize(size_t(std::max<int64_t>(n, 1)));
+        for (auto& x : v) x = uniform(rng);
+    };
+    fill(A_, problem_.a_span());
+    fill(B_, problem_.b_span());
+    fill(C0_, problem_.c_span());
+    ref_rows_ = choose_reference_rows(problem_);
+    ref_ = fastgemm::reference_rows(problem_, A_.data(), B_.data(), C0_.data(), ref_rows_);
+}
+
+double Bench::checksum(const std::vector<float>& c) const {
+    // A fixed grid of up to 64 x 64 samples: cheap, and any broken region shows.
+    const Problem& p = problem_;
+    double sum = 0.0;
+    int64_t si = std::min<int64_t>(p.M, 64), sj = std::min<int64_t>(p.N, 64);
+    for (int64_t a = 0; a < si; ++a) {
+        int64_t i = a * p.M / si;
+        for (int64_t b = 0; b < sj; ++b) sum += c[size_t(i * p.ldc + b * p.N / sj)];
+    }
+    return sum;
+}
+
+double Bench::max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) const {
+    double m = 0.0;
+    for (int64_t i = 0; i < problem_.M; ++i) {
+        for (int64_t j = 0; j < problem_.N; ++j) {
+            size_t at = size_t(i * problem_.ldc + j);
+            double d = std::fabs(double(a[at]) - double(b[at]));
+            if (std::isnan(d)) return std::numeric_limits<double>::infinity();
+            m = std::max(m, d);
+        }
+    }
+    return m;
+}
+
+Verification Bench::verify(const Kernel& kernel) {
+    const Problem& p = problem_;
+    std::vector<float> C = C0_;
+    if (p.beta == 0.0f) std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());
+    {
+        auto launch = kernel.bind(p, A_.data(), B_.data(), C.data());
+        launch->run();
+        launch->finish();
+    }
+    Verification v;
+    v.tolerance = tolerance_for(kernel.info().precision, p.K);
+    v.rows_checked = int64_t(ref_rows_.size());
+    double err2 = 0.0, ref2 = 0.0, ref_max = 0.0;
+    for (size_t r = 0; r < ref_rows_.size(); ++r) {
+        int64_t i = ref_rows_[r];
+        for (int64_t j = 0; j < p.N; ++j) {
+            double ref = ref_[r * size_t(p.N) + j];
+            double got = C[size_t(i * p.ldc + j)];
+            if (!std::isfinite(got)) v.all_finite = false;
+            double d = std::fabs(got - ref);
+            v.max_abs_diff = std::max(v.max_abs_diff, std::isnan(d) ? INFINITY : d);
+            err2 += d * d;
+            ref2 += ref * ref;
+            ref_max = std::max(ref_max, std::fabs(ref));
+        }
+    }
+    // Outside the checked rows a NaN (an unwritten element) must still fail.
+    for (int64_t i = 0; i < p.M && v.all_finite; ++i) {
+        for (int64_t j = 0; j < p.N; ++j) {
+            if (!std::isfinite(C[size_t(i * p.ldc + j)])) {
+                v.all_finite = false;
+                break;
+            }
+        }
+    }
+    v.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+    v.checksum = checksum(C);
+    bool elementwise_ok = v.max_abs_diff <= 64.0 * v.tolerance * std::max(ref_max, 1e-30) + 1e-30;
+    v.passed = v.all_finite && v.rel_err <= v.tolerance && (ref_max == 0.0 || elementwise_ok);
+    out_ = std::move(C);
+    return v;
+}
+
+BenchResult Bench::run(const Kernel& kernel, const BenchOptions& opts) {
+    BenchResult r;
+    r.kernel = kernel.info().name;
+    r.backend = kernel.info().backend;
+    r.problem = problem_;
+    r.threads = get_num_threads();
+    if (opts.verify) {
+        r.verification = verify(kernel);
+        r.verified = true;
+    }
+    std::vector<float> C = C0_;
+    auto launch = kernel.bind(problem_, A_.data(), B_.data(), C.data());
+    auto stop = [&] { return opts.should_stop && opts.should_stop(); };
+    using Clock = std::chrono::steady_clock;
+    auto started = Clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+    for (int w = 0; w < opts.warmup; ++w) {
+        if (stop()) throw KernelError("interrupted");
+        launch->run();
+        if (opts.max_seconds > 0 && elapsed() > 0.5 * opts.max_seconds) break;
+    }
+    started = Clock::now();
+    for (int it = 0; it < std::max(opts.iters, 1); ++it) {
+        if (stop()) throw KernelError("interrupted");
+        Timing t = launch->run();
+        r.device_s.push_back(t.device_s);
+        r.host_s.push_back(t.host_s);
+        r.prep_s.push_back(t.prep_s);
+        if (opts.max_seconds > 0 && elapsed() > opts.max_seconds && it + 1 < opts.iters) {
+            r.truncated = true;
+            break;
+        }
+    }
+    launch->finish();
+    if (!opts.verify) {
+        out_ = std::move(C);
+        r.verification.checksum = checksum(out_);
+    }
+    return r;
+}
+
+}  // namespace fastgemm

@@ -1,0 +1,93 @@
+// Runner: verify, then time, every kernel the same way (the seeds' measurement rules).
+//
+// A Bench holds one problem's inputs: A and B uniform in [-1, 1) from a seed, an
+// initial C (used when beta != 0), and a float64 reference for a set of rows. Every
+// kernel run on it sees the same inputs, so outputs compare across kernels (the
+// seed's "max abs diff vs BLAS") and ratios come from one process and one run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernel.hpp"
+#include "problem.hpp"
+
+namespace fastgemm {
+
+struct Verification {
+    double max_abs_diff = 0.0;  // against the float64 reference, over checked rows
+    double rel_err = 0.0;       // ||C - ref||_F / ||ref||_F over checked rows
+    double tolerance = 0.0;     // for rel_err, from the precision class and K
+    double checksum = 0.0;      // sum of a fixed sample of C (a smoke alarm, not a proof)
+    int64_t rows_checked = 0;   // == M unless the reference was sampled
+    bool all_finite = true;     // no NaN left from the poisoned output
+    bool passed = false;
+};
+
+struct BenchOptions {
+    int warmup = 3;
+    int iters = 10;
+    bool verify = true;
+    double max_seconds = 0.0;  // stop timing after this much (at least one iteration); 0 = no cap
+    // Asked between iterations; returning true stops the run (Ctrl-C from Python).
+    std::function<bool()> should_stop;
+};
+
+struct BenchResult {
+    std::string kernel, backend;
+    Problem problem;
+    std::vector<double> device_s, host_s, prep_s;  // one entry per timed iteration
+    int threads = 1;  // get_num_threads() during the run
+    Verification verification;
+    bool verified = false;
+    bool truncated = false;  // max_seconds cut the iteration count
+
+    double device_median() const;
+    double device_min() const;
+    double host_median() const;
+    double host_min() const;
+    double prep_median() const;
+    double gflops() const;  // from the median device time
+};
+
+// Relative-error tolerance for a precision class at reduction length K.
+double tolerance_for(Precision precision, int64_t K);
+
+class Bench {
+public:
+    // Dense row-major operands for `problem` (its leading dimensions are honoured).
+    Bench(const Problem& problem, uint64_t seed = 0x5eed);
+
+    const Problem& problem() const { return problem_; }
+    const std::vector<float>& A() const { return A_; }
+    const std::vector<float>& B() const { return B_; }
+    const std::vector<float>& C_initial() const { return C0_; }
+    // Output of the latest run() (or verify()) of each kernel, for cross-kernel diffs.
+    const std::vector<float>& last_output() const { return out_; }
+
+    // Poisons C (NaN where beta == 0), runs once, compares with the reference.
+    Verification verify(const Kernel& kernel);
+    // Verifies (unless opts.verify is false), then warm-up and timed iterations.
+    BenchResult run(const Kernel& kernel, const BenchOptions& opts);
+
+    // Max |a - b| over the C region of two outputs of this bench.
+    double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) const;
+    double checksum(const std::vector<float>& c) const;
+    // Rows that the float64 reference covers (all of them for small problems).
+    const std::vector<int64_t>& reference_rows() const { return ref_rows_; }
+
+private:
+    Problem problem_;
+    std::vector<float> A_, B_, C0_, out_;
+    std::vector<int64_t> ref_rows_;
+    std::vector<double> ref_;  // ref_rows_.size() x N
+};
+
+// Float64 reference of rows `rows` of alpha*op(A)op(B) + beta*C0, row-major |rows| x N.
+std::vector<double> reference_rows(const Problem& p, const float* A, const float* B,
+                                   const float* C0, const std::vector<int64_t>& rows);
+
+}  // namespace fastgemm

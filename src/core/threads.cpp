@@ -1,0 +1,143 @@
+#include "threads.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+namespace fastgemm {
+
+int available_cores() {
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+#endif
+    unsigned n = std::thread::hardware_concurrency();
+    return n ? int(n) : 1;
+}
+
+namespace {
+
+int initial_threads() {
+    if (const char* env = std::getenv("FASTGEMM_NUM_THREADS")) {
+        char* end = nullptr;
+        long n = std::strtol(env, &end, 10);
+        if (end != env && *end == '\0' && n >= 1 && n <= 4096) return int(n);
+    }
+    return available_cores();
+}
+
+std::atomic<int>& thread_setting() {
+    static std::atomic<int> n{initial_threads()};
+    return n;
+}
+
+thread_local bool inside_parallel_region = false;
+
+// Workers sleep on a condition variable between jobs. A job is a function and a task
+// count; threads take task indices from an atomic counter, and the partition into
+// tasks is fixed by the caller, so results do not depend on which thread ran a task.
+class Pool {
+public:
+    static Pool& instance() {
+        static Pool* pool = new Pool();  // never destroyed: workers may outlive statics
+        return *pool;
+    }
+
+    // Returns false when another caller holds the pool (the caller then runs serially).
+    bool run(int n_tasks, int n_threads, const std::function<void(int, int)>& fn) {
+        std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+        if (!busy.owns_lock()) return false;
+        ensure_workers(n_threads - 1);
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            fn_ = &fn;
+            n_tasks_ = n_tasks;
+            next_.store(0);
+            active_workers_ = n_threads - 1;
+            pending_ = n_threads - 1;
+            ++generation_;
+        }
+        wake_.notify_all();
+        work();
+        std::unique_lock<std::mutex> lock(m_);
+        done_.wait(lock, [&] { return pending_ == 0; });
+        fn_ = nullptr;
+        return true;
+    }
+
+private:
+    void ensure_workers(int n) {
+        while (int(workers_.size()) < n) {
+            int id = int(workers_.size());
+            workers_.emplace_back([this, id] { loop(id); });
+            workers_.back().detach();
+        }
+    }
+
+    void work() {
+        inside_parallel_region = true;
+        for (int t = next_.fetch_add(1); t < n_tasks_; t = next_.fetch_add(1)) (*fn_)(t, n_tasks_);
+        inside_parallel_region = false;
+    }
+
+    void loop(int id) {
+        uint64_t seen = 0;
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> lock(m_);
+                wake_.wait(lock, [&] { return generation_ != seen; });
+                seen = generation_;
+                if (id >= active_workers_) continue;  // not needed for this job
+            }
+            work();
+            std::lock_guard<std::mutex> lock(m_);
+            if (--pending_ == 0) done_.notify_one();
+        }
+    }
+
+    std::mutex busy_, m_;
+    std::condition_variable wake_, done_;
+    std::vector<std::thread> workers_;
+    const std::function<void(int, int)>* fn_ = nullptr;
+    int n_tasks_ = 0, active_workers_ = 0, pending_ = 0;
+    uint64_t generation_ = 0;
+    std::atomic<int> next_{0};
+};
+
+}  // namespace
+
+int get_num_threads() { return thread_setting().load(); }
+
+void set_num_threads(int n) {
+    if (n < 1) throw std::invalid_argument("thread count must be >= 1, got " + std::to_string(n));
+    thread_setting().store(n);
+}
+
+void parallel_for(int n_tasks, const std::function<void(int, int)>& fn) {
+    if (n_tasks <= 0) return;
+    int threads = std::min(get_num_threads(), n_tasks);
+    if (threads <= 1 || inside_parallel_region || !Pool::instance().run(n_tasks, threads, fn)) {
+        for (int t = 0; t < n_tasks; ++t) fn(t, n_tasks);
+    }
+}
+
+}  // namespace fastgemm
+
+// Plain C entry points, so tools that find thread pools by shared-library symbol
+// (threadpoolctl's controller in python/fastgemm/_threadpoolctl.py) can reach them.
+extern "C" int fastgemm_get_num_threads() { return fastgemm::get_num_threads(); }
+extern "C" void fastgemm_set_num_threads(int n) {
+    if (n >= 1) fastgemm::set_num_threads(n);
+}

@@ -1,0 +1,113 @@
+// The CPU vendor baseline: cblas_sgemm from OpenBLAS (scipy-openblas32 on Linux, linked
+// at build time from PyPI) or Accelerate (macOS), timed by the same harness as the
+// ladder. Its thread count follows fastgemm.set_num_threads() so ratios compare equal
+// resources. BLAS takes 32-bit integers: larger dimensions are refused up front.
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/errors.hpp"
+#include "core/host_kernel.hpp"
+#include "core/registry.hpp"
+#include "core/threads.hpp"
+#include "cpu/blas.hpp"
+#include "cpu/ladder.hpp"
+
+#if defined(FASTGEMM_BLAS_ACCELERATE)
+#define ACCELERATE_NEW_LAPACK
+#include <Accelerate/Accelerate.h>
+#define FASTGEMM_CBLAS_SGEMM cblas_sgemm
+#elif defined(FASTGEMM_BLAS_SCIPY_OPENBLAS)
+#include <cblas.h>
+#define FASTGEMM_CBLAS_SGEMM scipy_cblas_sgemm
+#elif defined(FASTGEMM_BLAS_SYSTEM)
+#include <cblas.h>
+#define FASTGEMM_CBLAS_SGEMM cblas_sgemm
+#endif
+
+namespace fastgemm::cpu {
+
+#if defined(FASTGEMM_CBLAS_SGEMM)
+
+namespace {
+
+void sync_blas_threads() {
+#if defined(FASTGEMM_BLAS_SCIPY_OPENBLAS)
+    // OpenBLAS re-partitions its pool on every set call; only call it on a change.
+    static std::mutex m;
+    static int current = -1;
+    std::lock_guard<std::mutex> lock(m);
+    int want = get_num_threads();
+    if (want != current) {
+        scipy_openblas_set_num_threads(want);
+        current = want;
+    }
+#endif
+}
+
+void blas_sgemm(const Problem& p, const float* A, const float* B, float* C) {
+    sync_blas_threads();
+    FASTGEMM_CBLAS_SGEMM(CblasRowMajor, p.trans_a ? CblasTrans : CblasNoTrans,
+                         p.trans_b ? CblasTrans : CblasNoTrans, int(p.M), int(p.N), int(p.K),
+                         p.alpha, A, int(p.lda), B, int(p.ldb), p.beta, C, int(p.ldc));
+}
+
+class BlasKernel : public HostKernel {
+public:
+    using HostKernel::HostKernel;
+
+protected:
+    std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B,
+                                        float* C) const override {
+        for (int64_t ld : {p.lda, p.ldb, p.ldc}) {
+            if (ld > INT_MAX) {
+                throw ConstraintError("BLAS baseline '" + info().name +
+                                      "' takes 32-bit leading dimensions; got " + std::to_string(ld));
+            }
+        }
+        return HostKernel::make_launch(p, A, B, C);
+    }
+};
+
+}  // namespace
+
+std::string blas_name() {
+#if defined(FASTGEMM_BLAS_ACCELERATE)
+    return "accelerate";
+#else
+    return "openblas";
+#endif
+}
+
+std::string blas_version() {
+#if defined(FASTGEMM_BLAS_SCIPY_OPENBLAS)
+    return std::string(scipy_openblas_get_config()) + " (core " + scipy_openblas_get_corename() + ")";
+#elif defined(FASTGEMM_BLAS_ACCELERATE)
+    return "Accelerate (cblas_sgemm, new LAPACK interface)";
+#else
+    return "system CBLAS";
+#endif
+}
+
+void register_blas_baseline(Registry& r) {
+    KernelInfo info;
+    info.name = blas_name();
+    info.backend = "cpu";
+    info.baseline = true;
+    info.auto_candidate = true;
+    info.source = "src/cpu/blas_baseline.cpp";
+    info.description = "vendor BLAS cblas_sgemm: " + blas_version();
+    for (char d : {'M', 'N', 'K'}) info.constraints.push_back(Constraint::at_most(d, INT_MAX));
+    r.add_kernel(std::make_unique<BlasKernel>(std::move(info), blas_sgemm));
+}
+
+#else  // built without a BLAS
+
+std::string blas_name() { return ""; }
+std::string blas_version() { return "none (built with FASTGEMM_BLAS=none)"; }
+void register_blas_baseline(Registry&) {}
+
+#endif
+
+}  // namespace fastgemm::cpu
