@@ -1,0 +1,127 @@
+"""The public Python contract: layouts, in-place C, zero sizes, auto selection, errors."""
+
+import numpy as np
+import pytest
+
+import fastgemm
+from fastgemm import _fastgemm
+from conftest import assert_matches, rand, reference
+
+
+def test_version_matches_package_metadata():
+    from importlib.metadata import version
+
+    assert fastgemm.__version__ == version("fastgemm")
+
+
+def test_default_call_returns_new_c_order_array(rng):
+    A, B = rand(rng, 50, 30), rand(rng, 30, 20)
+    C = fastgemm.sgemm(A, B)
+    assert C.dtype == np.float32 and C.shape == (50, 20) and C.flags.c_contiguous
+    assert_matches(C, reference(A, B), K=30)
+
+
+@pytest.mark.parametrize("kernel", ["ikj", "transposed_b", "openblas", "auto"])
+def test_fortran_order_operands_and_output(kernel, rng):
+    if kernel == "openblas" and kernel not in {k.name for k in fastgemm.kernels("cpu")}:
+        pytest.skip("built without a BLAS baseline")
+    A = np.asfortranarray(rand(rng, 23, 19))
+    B = np.asfortranarray(rand(rng, 19, 41))
+    C0 = np.asfortranarray(rand(rng, 23, 41))
+    C = C0.copy(order="F")
+    out = fastgemm.sgemm(A, B, C, alpha=0.5, beta=2.0, kernel=kernel, backend="cpu")
+    assert out is C and C.flags.f_contiguous
+    assert_matches(C, reference(A, B, C0, 0.5, 2.0), K=19)
+
+
+def test_strided_and_negative_stride_views(rng):
+    big_a = rand(rng, 60, 80)
+    big_b = rand(rng, 90, 70)
+    A = big_a[::2, 1:40:3]          # non-unit inner stride: one copy
+    B = big_b[::-3, ::2][: A.shape[1]]  # negative outer stride
+    C_big = np.zeros((40, 100), dtype=np.float32)
+    C = C_big[5:5 + A.shape[0], 3:3 + B.shape[1]]  # a window: leading dimension 100
+    fastgemm.sgemm(A, B, C, kernel="ikj", backend="cpu")
+    assert_matches(C, reference(A, B), K=A.shape[1])
+    # Nothing outside the window was touched.
+    mask = np.ones_like(C_big, dtype=bool)
+    mask[5:5 + A.shape[0], 3:3 + B.shape[1]] = False
+    assert np.all(C_big[mask] == 0)
+
+
+def test_non_contiguous_c_written_back(rng):
+    A, B = rand(rng, 12, 7), rand(rng, 7, 10)
+    C_big = rand(rng, 12, 30)
+    C = C_big[:, ::3]
+    C0 = C.copy()
+    fastgemm.sgemm(A, B, C, beta=1.0, kernel="ikj", backend="cpu")
+    assert_matches(C, reference(A, B, C0, 1.0, 1.0), K=7)
+
+
+def test_c_aliasing_an_input_is_handled(rng):
+    A = rand(rng, 16, 16)
+    B = rand(rng, 16, 16)
+    expected = reference(A, B, A, 1.0, 1.0)
+    fastgemm.sgemm(A, B, A, beta=1.0, kernel="ikj", backend="cpu")  # C is A
+    assert_matches(A, expected, K=16)
+
+
+@pytest.mark.parametrize("M,N,K", [(0, 5, 3), (4, 0, 3), (4, 5, 0), (0, 0, 0)])
+def test_zero_sized_dimensions_follow_blas(M, N, K, rng):
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    C0 = rand(rng, M, N)
+    for kernel in ("ijk", "ikj", "transposed_b", "auto"):
+        C = C0.copy()
+        fastgemm.sgemm(A, B, C, alpha=3.0, beta=0.5, kernel=kernel, backend="cpu")
+        # K == 0: C = beta * C; M or N == 0: nothing to do.
+        np.testing.assert_allclose(C, 0.5 * C0, rtol=1e-6)
+    out = fastgemm.sgemm(A, B)
+    assert out.shape == (M, N)
+    assert np.all(out == 0)
+
+
+def test_auto_kernel_is_measured_and_correct(rng):
+    A, B = rand(rng, 96, 64), rand(rng, 64, 80)
+    C = fastgemm.sgemm(A, B, kernel="auto", backend="cpu")
+    assert_matches(C, reference(A, B), K=64)
+    chosen = _fastgemm.select_kernel("cpu", 96, 80, 64, False, False, 1.0, 0.0)
+    assert chosen.auto_candidate
+    candidates = [k for k in fastgemm.kernels("cpu") if k.auto_candidate]
+    if len(candidates) > 1:
+        key = _fastgemm.shape_class("cpu", 96, 80, 64, False, False, 0.0)
+        assert fastgemm._autotune.table().get(key) == chosen.name
+
+
+def test_backends_describe_themselves():
+    names = {b.name: b for b in fastgemm.backends()}
+    assert {"cpu", "metal", "metal-emu", "cuda"} <= set(names)
+    assert names["cpu"].available and names["cpu"].device
+    for b in names.values():
+        assert b.available or b.reason, f"{b.name} is unavailable without a reason"
+
+
+def test_kernel_info_fields():
+    for k in fastgemm.kernels():
+        assert k.name and k.backend and k.description and k.source
+        assert k.precision in ("fp32", "tf32", "fp32x3")
+        assert isinstance(k.constraints, list) and isinstance(k.params, dict)
+    tiled = next(k for k in fastgemm.kernels("cpu") if k.name == "tiled_ikj_64")
+    assert tiled.params == {"BS": 64} and tiled.ladder_step > 0
+
+
+def test_threads_setting_round_trips():
+    saved = fastgemm.get_num_threads()
+    try:
+        fastgemm.set_num_threads(1)
+        assert fastgemm.get_num_threads() == 1
+        with pytest.raises(ValueError):
+            fastgemm.set_num_threads(0)
+    finally:
+        fastgemm.set_num_threads(saved)
+
+
+def test_empty_is_page_aligned():
+    x = fastgemm.empty((33, 17))
+    assert x.dtype == np.float32 and x.shape == (33, 17) and x.ctypes.data % 16384 == 0
+    z = fastgemm.zeros((5, 5))
+    assert np.all(z == 0) and z.ctypes.data % 16384 == 0

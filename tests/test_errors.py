@@ -1,0 +1,114 @@
+"""Bad input gets a specific exception that names the problem; nothing crashes."""
+
+import numpy as np
+import pytest
+
+import fastgemm
+from fastgemm import errors
+from conftest import rand
+
+
+@pytest.fixture
+def ab(rng):
+    return rand(rng, 8, 6), rand(rng, 6, 4)
+
+
+def test_wrong_dtype_names_the_fix(ab):
+    A, B = ab
+    with pytest.raises(TypeError, match=r"float64.*astype\(numpy.float32\)") as e:
+        fastgemm.sgemm(A.astype(np.float64), B)
+    assert isinstance(e.value, errors.DTypeError)
+    with pytest.raises(errors.DTypeError):
+        fastgemm.sgemm(A, B.astype(np.int32))
+
+
+def test_wrong_rank(ab):
+    A, B = ab
+    with pytest.raises(errors.ShapeError, match="2-D"):
+        fastgemm.sgemm(A.ravel(), B)
+    with pytest.raises(ValueError, match="2-D"):
+        fastgemm.sgemm(A, B[None])
+
+
+def test_inner_dimension_mismatch(ab):
+    A, B = ab
+    with pytest.raises(errors.ShapeError, match="inner dimensions"):
+        fastgemm.sgemm(A, B.T.copy())
+    with pytest.raises(errors.ShapeError):
+        fastgemm.sgemm(A, B, trans_a=True)
+
+
+def test_bad_c(ab):
+    A, B = ab
+    with pytest.raises(errors.ShapeError, match="shape"):
+        fastgemm.sgemm(A, B, np.zeros((8, 5), np.float32))
+    with pytest.raises(errors.DTypeError):
+        fastgemm.sgemm(A, B, np.zeros((8, 4), np.float64))
+    ro = np.zeros((8, 4), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(errors.ShapeError, match="read-only"):
+        fastgemm.sgemm(A, B, ro)
+    with pytest.raises(TypeError):
+        fastgemm.sgemm(A, B, [[0.0] * 4] * 8)
+
+
+def test_beta_without_c(ab):
+    A, B = ab
+    with pytest.raises(ValueError, match="beta"):
+        fastgemm.sgemm(A, B, beta=1.0)
+
+
+def test_unknown_kernel_and_backend(ab):
+    A, B = ab
+    with pytest.raises(errors.NotFoundError, match="unknown kernel 'nope'.*available: ") as e:
+        fastgemm.sgemm(A, B, kernel="nope", backend="cpu")
+    assert isinstance(e.value, KeyError)
+    with pytest.raises(errors.NotFoundError, match="unknown backend 'tpu'"):
+        fastgemm.sgemm(A, B, backend="tpu")
+    with pytest.raises(errors.NotFoundError):
+        fastgemm.kernels("tpu")
+
+
+def test_unavailable_backend_says_why(ab):
+    A, B = ab
+    missing = [b for b in fastgemm.backends() if not b.available]
+    if not missing:
+        pytest.skip("every backend is available on this machine")
+    b = missing[0]
+    with pytest.raises(errors.BackendUnavailableError, match=b.name) as e:
+        fastgemm.sgemm(A, B, backend=b.name)
+    assert isinstance(e.value, RuntimeError) and b.reason in str(e.value)
+
+
+def test_constraint_violation_names_the_rule(ab):
+    constrained = [k for k in fastgemm.kernels() if k.constraints and
+                   any(b.name == k.backend and b.available for b in fastgemm.backends())]
+    for k in constrained:
+        # Find a small problem that breaks the first constraint.
+        for M, N, K, ta, tb, alpha, beta in [(7, 7, 7, False, False, 1.0, 0.0), (1, 3, 5, True, True, 2.0, 1.0),
+                                             (2**31, 1, 1, False, False, 1.0, 0.0)]:
+            if not k.accepts(M, N, K, ta, tb, alpha, beta) and M < 1000:
+                A = np.ones((K, M) if ta else (M, K), np.float32)
+                B = np.ones((N, K) if tb else (K, N), np.float32)
+                C = np.ones((M, N), np.float32)
+                with pytest.raises(errors.ConstraintError, match=k.name):
+                    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb,
+                                   kernel=k.name, backend=k.backend)
+                break
+
+
+def test_scalar_types(ab):
+    A, B = ab
+    with pytest.raises(TypeError, match="alpha"):
+        fastgemm.sgemm(A, B, alpha="2")
+    with pytest.raises(TypeError, match="beta"):
+        fastgemm.sgemm(A, B, beta=1j)
+
+
+def test_benchmark_bad_arguments():
+    with pytest.raises(ValueError):
+        fastgemm.benchmark("ikj", -1)
+    with pytest.raises(ValueError):
+        fastgemm.benchmark("ikj", 8, iters=0)
+    with pytest.raises(errors.NotFoundError):
+        fastgemm.benchmark("no_such_kernel", 8)
