@@ -57,6 +57,8 @@ def _as_float32_matrix(x, name: str) -> np.ndarray:
 def _unit_inner(x: np.ndarray) -> bool:
     """True when rows are contiguous and row starts advance by a positive whole row or more."""
     rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        return True  # nothing is read; the native layer uses leading dimension max(1, cols)
     inner_ok = cols <= 1 or x.strides[1] == _ITEM
     outer_ok = rows <= 1 or (x.strides[0] > 0 and x.strides[0] % _ITEM == 0 and x.strides[0] >= _ITEM * cols)
     return inner_ok and outer_ok

@@ -6,6 +6,9 @@ void bind_cuda(pybind11::module_& m);
 #if defined(FASTGEMM_WITH_EMU)
 void bind_emu(pybind11::module_& m);
 #endif
+#if defined(FASTGEMM_WITH_CPU_PACKED)
+void bind_cpu_packed(pybind11::module_& m);
+#endif
 
 void bind_backend_extras(pybind11::module_& m) {
     m.attr("built_with_cuda") = bool(
@@ -20,5 +23,8 @@ void bind_backend_extras(pybind11::module_& m) {
 #endif
 #if defined(FASTGEMM_WITH_EMU)
     bind_emu(m);
+#endif
+#if defined(FASTGEMM_WITH_CPU_PACKED)
+    bind_cpu_packed(m);
 #endif
 }

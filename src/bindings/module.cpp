@@ -40,6 +40,9 @@ MatrixView view_of(const py::array& a, const char* name, bool writable) {
     }
     int64_t rows = a.shape(0), cols = a.shape(1);
     int64_t s0 = a.strides(0), s1 = a.strides(1);
+    if (rows == 0 || cols == 0) {  // nothing is read or written
+        return {static_cast<float*>(const_cast<void*>(a.data())), rows, cols, std::max<int64_t>(1, cols)};
+    }
     if (cols > 1 && s1 != 4) {
         throw ShapeError(std::string(name) + " needs unit stride along its rows (internal layout error)");
     }
@@ -53,6 +56,12 @@ MatrixView view_of(const py::array& a, const char* name, bool writable) {
     }
     return {static_cast<float*>(const_cast<void*>(a.data())), rows, cols, ld};
 }
+
+struct PreparedLaunch {
+    const Kernel* kernel = nullptr;
+    std::vector<float> C;
+    std::unique_ptr<Launch> launch;
+};
 
 py::dict params_dict(const KernelInfo& info) {
     py::dict d;
@@ -178,6 +187,29 @@ PYBIND11_MODULE(_fastgemm, m) {
         .def_readonly("verified", &BenchResult::verified)
         .def_readonly("truncated", &BenchResult::truncated);
 
+    py::class_<Ceilings>(m, "Ceilings")
+        .def_readonly("peak_gflops", &Ceilings::peak_gflops)
+        .def_readonly("bandwidth_gbs", &Ceilings::bandwidth_gbs)
+        .def_readonly("peak_probe", &Ceilings::peak_probe)
+        .def_readonly("bandwidth_probe", &Ceilings::bandwidth_probe);
+
+    // One kernel bound to a Bench's operands: each step() is one native iteration, the
+    // unit that pytest-benchmark's device clock (fastgemm.harness) counts.
+    py::class_<PreparedLaunch>(m, "PreparedLaunch")
+        .def("step", [](PreparedLaunch& l) {
+            Timing t;
+            {
+                py::gil_scoped_release nogil;
+                t = l.launch->run();
+            }
+            return py::make_tuple(t.device_s, t.host_s, t.prep_s);
+        })
+        .def("finish", [](PreparedLaunch& l) {
+            py::gil_scoped_release nogil;
+            l.launch->finish();
+        })
+        .def_property_readonly("kernel", [](const PreparedLaunch& l) { return l.kernel->info(); });
+
     py::class_<Bench>(m, "Bench")
         .def(py::init([](int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta,
                          uint64_t seed) {
@@ -212,13 +244,28 @@ PYBIND11_MODULE(_fastgemm, m) {
                 for (int64_t j = 0; j < p.N; ++j) w(i, j) = src[size_t(i * p.ldc + j)];
             return out;
         })
-        .def_property_readonly("reference_rows", &Bench::reference_rows);
+        .def_property_readonly("reference_rows", &Bench::reference_rows)
+        .def("prepare",
+             [](Bench& b, const std::string& backend, const std::string& kernel) {
+                 auto l = std::make_unique<PreparedLaunch>();
+                 l->kernel = &resolve_kernel(backend, kernel, b.problem());
+                 l->C = b.C_initial();
+                 py::gil_scoped_release nogil;
+                 l->launch = l->kernel->bind(b.problem(), b.A().data(), b.B().data(), l->C.data());
+                 return l;
+             },
+             py::keep_alive<0, 1>(), py::arg("backend"), py::arg("kernel"));
 
     m.def("backends", [] {
         std::vector<BackendStatus> out;
         for (const Backend* b : Registry::global().backends()) out.push_back(b->status());
         return out;
     });
+    m.def("measure_ceilings", [](const std::string& backend) {
+        const Backend& b = Registry::global().resolve_backend(backend);
+        py::gil_scoped_release nogil;
+        return b.measure_ceilings();
+    }, py::arg("backend"));
     m.def("best_backend", [] { return Registry::global().best_backend().name(); });
     m.def("kernels", [](const std::string& backend) {
         if (!backend.empty()) Registry::global().backend(backend);  // unknown -> NotFoundError

@@ -16,6 +16,15 @@ struct BackendStatus {
     std::vector<std::pair<std::string, std::string>> properties;  // for `fastgemm info`
 };
 
+// The two roofs of the roofline model, measured on this machine by probes (never
+// datasheet numbers): FP32 compute and memory bandwidth. 0 means "not measured".
+struct Ceilings {
+    double peak_gflops = 0.0;
+    double bandwidth_gbs = 0.0;
+    std::string peak_probe;       // how the peak was measured ("register-only FMA chains, avx512, 2 threads")
+    std::string bandwidth_probe;  // how the bandwidth was measured ("copy of 2 x 256 MiB, read+write bytes")
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -23,6 +32,8 @@ public:
     virtual BackendStatus status() const = 0;
     // Preference when the caller says backend="auto": higher wins among available ones.
     virtual int auto_priority() const = 0;
+    // Runs the backend's probes (about a second); backends without probes return zeros.
+    virtual Ceilings measure_ceilings() const { return {}; }
 };
 
 }  // namespace fastgemm

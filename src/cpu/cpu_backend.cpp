@@ -1,5 +1,6 @@
 // The cpu backend: always available. Its status carries what `fastgemm info` shows
 // about the machine and the build, since every CPU number depends on both.
+#include <algorithm>
 #include <memory>
 
 #include "core/backend.hpp"
@@ -7,8 +8,11 @@
 #include "core/build_info.hpp"
 #include "core/registry.hpp"
 #include "core/threads.hpp"
+#include "cpu/bandwidth_probe.hpp"
 #include "cpu/blas.hpp"
+#include "cpu/peak_probe.hpp"
 #include "cpu/ladder.hpp"
+#include "cpu/packed/packed_kernels.hpp"
 
 namespace fastgemm {
 
@@ -34,6 +38,20 @@ public:
         };
         return s;
     }
+    Ceilings measure_ceilings() const override {
+        int threads = get_num_threads();
+        Ceilings c;
+        c.peak_gflops = measure_fma_peak_gflops(threads);
+        c.peak_probe = "register-only FMA chains (" + fma_peak_isa() + "), " + std::to_string(threads) +
+                       " thread(s)";
+        int64_t llc = last_level_cache_bytes();
+        int64_t bytes = std::max<int64_t>(8 * llc, int64_t(256) << 20);
+        c.bandwidth_gbs = measure_copy_bandwidth_gbs(threads, bytes);
+        c.bandwidth_probe = "parallel copy of 2 x " + std::to_string(bytes >> 20) +
+                            " MiB (8x the last-level cache), read+write bytes, " + std::to_string(threads) +
+                            " thread(s)";
+        return c;
+    }
 };
 
 }  // namespace
@@ -43,6 +61,7 @@ void register_cpu_backend(Registry& r) {
     cpu::register_blas_baseline(r);
     cpu::register_loop_ladder(r);
     cpu::register_transposed_b(r);
+    register_packed_kernels(r);
 }
 
 }  // namespace fastgemm

@@ -1,0 +1,100 @@
+// Cache sizes and block sizes (see blocking.hpp).
+#include "cpu/packed/blocking.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+namespace fastgemm {
+namespace {
+
+#if defined(__linux__)
+// /sys/devices/system/cpu/cpu0/cache/indexN/{level,type,size}; size like "1024K".
+int64_t sysfs_cache_size(int level, const char* kind) {
+    for (int index = 0; index < 8; ++index) {
+        std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+        std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
+        int l = 0;
+        std::string t, s;
+        if (!(lv >> l) || !(ty >> t) || !(sz >> s)) continue;
+        if (l != level || (t != kind && t != "Unified")) continue;
+        int64_t v = std::atoll(s.c_str());
+        if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) v *= 1024;
+        if (!s.empty() && s.back() == 'M') v *= 1024 * 1024;
+        return v;
+    }
+    return 0;
+}
+#endif
+
+int64_t env_int(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoll(v) : 0;
+}
+
+int64_t round_down(int64_t v, int64_t multiple) { return std::max(multiple, v / multiple * multiple); }
+
+}  // namespace
+
+CacheSizes detect_cache_sizes() {
+    CacheSizes c;
+    int64_t l1 = 0, l2 = 0, l3 = 0;
+#if defined(__linux__)
+    l1 = sysfs_cache_size(1, "Data");
+    l2 = sysfs_cache_size(2, "Unified");
+    l3 = sysfs_cache_size(3, "Unified");
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    // glibc's values; some hypervisors report per-socket L3 here, so sysfs comes first.
+    if (l1 <= 0) l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    if (l2 <= 0) l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l3 <= 0) l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+#elif defined(__APPLE__)
+    auto get = [](const char* key) {
+        int64_t v = 0;
+        size_t len = sizeof(v);
+        return sysctlbyname(key, &v, &len, nullptr, 0) == 0 ? v : int64_t(0);
+    };
+    // Performance cores (perflevel0) where the system has levels, else the generic keys.
+    l1 = get("hw.perflevel0.l1dcachesize");
+    if (l1 <= 0) l1 = get("hw.l1dcachesize");
+    l2 = get("hw.perflevel0.l2cachesize");
+    if (l2 <= 0) l2 = get("hw.l2cachesize");
+    l3 = get("hw.l3cachesize");
+#endif
+    if (l1 > 0) c.l1d = l1;
+    if (l2 > 0) c.l2 = l2;
+    if (l3 > 0) c.l3 = l3;
+    else c.l3 = std::max<int64_t>(c.l2 * 2, c.l3);  // no L3 (e.g. Apple): the L2 is the last level
+    return c;
+}
+
+PackedConfig blocked_config(const MicroKernel* kernel, const CacheSizes& caches, int threads) {
+    PackedConfig cfg;
+    cfg.kernel = kernel;
+    cfg.threads = std::max(1, threads);
+    const int64_t mr = kernel->mr, nr = kernel->nr, f = sizeof(float);
+    // kc: the B micro-panel (kc x NR) takes half of L1, the rest holds the streaming A
+    // micro-panel and the C tile. 32 KiB with NR = 32 gives kc = 128 ... (tuned below).
+    cfg.kc = round_down(caches.l1d / 2 / (nr * f), 8);
+    if (int64_t v = env_int("FASTGEMM_CPU_KC"); v > 0) cfg.kc = round_down(v, 8);
+    // mc: the packed A block (mc x kc) takes half of L2; the other half is for the B
+    // panel passing through and the C tiles.
+    cfg.mc = round_down(caches.l2 / 2 / (cfg.kc * f), mr);
+    if (int64_t v = env_int("FASTGEMM_CPU_MC"); v > 0) cfg.mc = round_down(v, mr);
+    // nc: the packed B block (kc x nc) takes a quarter of L3 (shared with other
+    // threads' traffic and the caller's C).
+    cfg.nc = round_down(caches.l3 / 4 / (cfg.kc * f), nr);
+    if (int64_t v = env_int("FASTGEMM_CPU_NC"); v > 0) cfg.nc = round_down(v, nr);
+    return cfg;
+}
+
+}  // namespace fastgemm
