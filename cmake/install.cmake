@@ -26,8 +26,21 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/src/fastgemm)
     FILES_MATCHING PATTERN "*.hpp")
 endif()
 install(EXPORT fastgemmTargets NAMESPACE fastgemm:: DESTINATION ${FASTGEMM_INSTALL_CMAKEDIR})
+
+# What fastgemmConfig.cmake needs to know about this build. libfastgemm links its BLAS
+# privately, but CMake still names that target in the export (so a consumer's linker
+# can find libfastgemm's own dependencies); the config looks it up where this build
+# took it from: beside fastgemm in site-packages for a wheel, the absolute directory
+# for a plain build that used the scipy-openblas32 of the configuring Python.
+set(FASTGEMM_CONFIG_BLAS "${FASTGEMM_BLAS_RESOLVED}")
+if(SKBUILD)
+  set(FASTGEMM_CONFIG_OPENBLAS_HINT "\${PACKAGE_PREFIX_DIR}/scipy_openblas32/lib/cmake/openblas")
+else()
+  set(FASTGEMM_CONFIG_OPENBLAS_HINT "${FASTGEMM_SCIPY_OPENBLAS_LIBDIR}/cmake/openblas")
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fastgemmConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/fastgemmConfig.cmake INSTALL_DESTINATION ${FASTGEMM_INSTALL_CMAKEDIR})
+  ${PROJECT_BINARY_DIR}/fastgemmConfig.cmake INSTALL_DESTINATION ${FASTGEMM_INSTALL_CMAKEDIR}
+  PATH_VARS FASTGEMM_INSTALL_INCLUDEDIR FASTGEMM_INSTALL_LIBDIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/fastgemmConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/fastgemmConfig.cmake ${PROJECT_BINARY_DIR}/fastgemmConfigVersion.cmake

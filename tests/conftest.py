@@ -50,3 +50,49 @@ def assert_matches(C, ref, precision="fp32", K=1, what=""):
 
 def available_backends():
     return [b.name for b in fastgemm.backends() if b.available]
+
+
+# --- Reliability and property tests (tests/test_properties.py, tests/test_reliability.py) ---
+#
+# Hypothesis profiles, chosen with FASTGEMM_HYPOTHESIS_PROFILE:
+#   ci (default): a few thousand examples per backend, the whole property file in ~2 min
+#                 on 2 cores; derandomized under CI=true so a red build reproduces.
+#   nightly:      20x the examples and larger shapes; also runs the tests marked `slow`
+#                 (heavy limit cases such as 2^31-element operands).
+#   dev:          a quick smoke run while editing.
+PROFILE = os.environ.get("FASTGEMM_HYPOTHESIS_PROFILE", "ci")
+NIGHTLY = PROFILE == "nightly"
+
+try:
+    from hypothesis import HealthCheck, settings
+
+    _common = dict(deadline=None, print_blob=True,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                          HealthCheck.filter_too_much])
+    settings.register_profile("ci", max_examples=100, derandomize=bool(os.environ.get("CI")), **_common)
+    settings.register_profile("nightly", max_examples=2000, **_common)
+    settings.register_profile("dev", max_examples=15, **_common)
+    settings.load_profile(PROFILE)
+except ImportError:  # hypothesis is a test extra; test_properties.py skips without it
+    pass
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `slow` run only under the nightly profile."""
+    if NIGHTLY:
+        return
+    skip = pytest.mark.skip(reason="slow: runs with FASTGEMM_HYPOTHESIS_PROFILE=nightly")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def available_kernels():
+    """(backend, KernelInfo) for every kernel of every available backend."""
+    return [(b, k) for b in available_backends() for k in fastgemm.kernels(b)]
+
+
+def is_fast_math(info) -> bool:
+    """Kernels built with -ffast-math (teaching rungs) make no IEEE NaN/Inf promise."""
+    flags = info.flags or ""
+    return "-ffast-math" in flags and "no -ffast-math" not in flags

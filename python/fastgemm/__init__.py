@@ -26,6 +26,7 @@ from .errors import (
     ShapeError,
 )
 from . import autotune as _autotune
+from ._cmake import cmake_dir
 
 __version__ = _fastgemm.__version__
 
@@ -51,7 +52,7 @@ except ImportError:
 
 __all__ = [
     "sgemm", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros",
-    "get_num_threads", "set_num_threads", "__version__",
+    "get_num_threads", "set_num_threads", "cmake_dir", "__version__",
     "FastgemmError", "ShapeError", "DTypeError", "ConstraintError", "NotFoundError",
     "BackendUnavailableError", "KernelError",
 ]

@@ -7,6 +7,7 @@ timing loop run in the native core with the GIL released.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 from typing import List, Optional
@@ -59,6 +60,8 @@ def _unit_inner(x: np.ndarray) -> bool:
     rows, cols = x.shape
     if rows == 0 or cols == 0:
         return True  # nothing is read; the native layer uses leading dimension max(1, cols)
+    if not x.flags.aligned:
+        return False  # float loads from an odd address are undefined behaviour in C++
     inner_ok = cols <= 1 or x.strides[1] == _ITEM
     outer_ok = rows <= 1 or (x.strides[0] > 0 and x.strides[0] % _ITEM == 0 and x.strides[0] >= _ITEM * cols)
     return inner_ok and outer_ok
@@ -75,11 +78,52 @@ def _row_major_view(x: np.ndarray, trans: bool):
         return x, trans
     if _unit_inner(x.T):
         return x.T, not trans
-    return np.ascontiguousarray(x), trans
+    return _aligned_copy(x), trans
+
+
+def _aligned_copy(x: np.ndarray) -> np.ndarray:
+    # np.ascontiguousarray returns an unaligned contiguous array unchanged; this copies.
+    return np.array(x, dtype=np.float32, order="C", copy=True)
 
 
 def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
-    return np.may_share_memory(a, b) and np.shares_memory(a, b)
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=100_000))
+    except Exception:  # numpy's TooHardError: the exact answer is too costly; assume overlap
+        return True
+
+
+def _overlaps_itself(x: np.ndarray) -> bool:
+    """True when two different elements of a 2-D view share memory (as_strided views).
+
+    Elements (i, j) and (i + di, j + dj) coincide when di*s0 + dj*s1 == 0 with
+    |di| < rows, |dj| < cols, not both 0. The smallest such step is di = s1/g,
+    dj = -s0/g with g = gcd(s0, s1), so the test is exact and O(1).
+    """
+    rows, cols = x.shape
+    if rows == 0 or cols == 0:
+        return False
+    s0, s1 = x.strides
+    if rows > 1 and s0 == 0 or cols > 1 and s1 == 0:
+        return True
+    if any(s % _ITEM for s in x.strides):
+        return True  # elements may partly overlap; such views are refused conservatively
+    if rows == 1 or cols == 1:
+        return False
+    g = math.gcd(abs(s0), abs(s1))
+    return abs(s1) // g < rows and abs(s0) // g < cols
+
+
+def _check_flag(value, name: str) -> bool:
+    # BLAS-style "N"/"T" strings would all be truthy and silently mean "transpose".
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r} "
+                    f"(BLAS-style 'N'/'T' strings are not accepted)")
 
 
 def _check_scalar(value, name: str) -> float:
@@ -109,6 +153,8 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
         return device.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                             kernel=kernel, backend=backend)
 
+    trans_a = _check_flag(trans_a, "trans_a")
+    trans_b = _check_flag(trans_b, "trans_b")
     A = _as_float32_matrix(A, "A")
     B = _as_float32_matrix(B, "B")
     M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
@@ -128,11 +174,21 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
             raise TypeError(f"C must be a numpy.ndarray (written in place), got {type(C).__name__}")
         if C.dtype != np.float32:
             raise DTypeError(f"C has dtype {C.dtype}; it must be float32 since it is written in place")
-        if C.shape != (M, N):
+        if C.ndim != 2 or C.shape != (M, N):
             raise ShapeError(f"C has shape {C.shape}, but op(A) @ op(B) is {M}x{N}")
         if not C.flags.writeable:
             raise ShapeError("C is read-only; pass a writable array (C.flags.writeable is False)")
+        if _overlaps_itself(C):
+            raise ShapeError(
+                f"C overlaps itself (strides {C.strides}): several of its elements share memory, so "
+                f"the result would depend on the order of writes; pass a regular array")
         out = C
+
+    if M == 0 or N == 0:
+        # Nothing to compute; the native layer still checks the kernel, backend and
+        # constraints (A and B are not read, so no layout copy is made).
+        _fastgemm.gemm(backend, kernel, A, B, C, trans_a, trans_b, alpha, beta)
+        return out
 
     # Inputs that share memory with C would be overwritten while still being read.
     if _overlaps(A, C):
@@ -140,20 +196,45 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     if _overlaps(B, C):
         B = B.copy()
 
-    a, ta = _row_major_view(A, bool(trans_a))
-    b, tb = _row_major_view(B, bool(trans_b))
-    if M == 0 or N == 0:
-        return out
-    if _unit_inner(C):
+    a, ta = _row_major_view(A, trans_a)
+    b, tb = _row_major_view(B, trans_b)
+    c_layout = "rows" if _unit_inner(C) else "columns" if _unit_inner(C.T) else "copy"
+    info = _constrained_kernel(kernel, backend)
+    if info is not None:
+        # Layout rewrites (Fortran order as a transpose, column-major C as the transposed
+        # problem) must not turn a problem the kernel accepts into one it refuses: fall
+        # back to copies that keep the caller's problem exactly.
+        rewritten = (N, M, not tb, not ta) if c_layout == "columns" else (M, N, ta, tb)
+        m2, n2, ta2, tb2 = rewritten
+        if (info.accepts(M, N, K, trans_a, trans_b, alpha, beta)
+                and not info.accepts(m2, n2, K, ta2, tb2, alpha, beta)) or \
+                not info.accepts(M, N, K, trans_a, trans_b, alpha, beta):
+            a, ta = (A, trans_a) if _unit_inner(A) else (_aligned_copy(A), trans_a)
+            b, tb = (B, trans_b) if _unit_inner(B) else (_aligned_copy(B), trans_b)
+            if c_layout == "columns":
+                c_layout = "copy"
+    if c_layout == "rows":
         _fastgemm.gemm(backend, kernel, a, b, C, ta, tb, alpha, beta)
-    elif _unit_inner(C.T):
+    elif c_layout == "columns":
         # Column-major C: C.T = op(B).T @ op(A).T is a row-major problem.
         _fastgemm.gemm(backend, kernel, b, a, C.T, not tb, not ta, alpha, beta)
     else:
-        tmp = np.ascontiguousarray(C)
+        tmp = _aligned_copy(C)
         _fastgemm.gemm(backend, kernel, a, b, tmp, ta, tb, alpha, beta)
         C[...] = tmp
     return out
+
+
+def _constrained_kernel(kernel: str, backend: str):
+    """KernelInfo of an explicitly named kernel that has constraints, else None."""
+    if kernel in ("", "auto"):
+        return None
+    try:
+        be = _fastgemm.best_backend() if backend in ("", "auto") else backend
+        info = _fastgemm.kernel_info(be, kernel)
+    except Exception:
+        return None  # unknown names: the native call raises the specific error
+    return info if info.constraints else None
 
 
 def backends():

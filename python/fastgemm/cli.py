@@ -52,7 +52,8 @@ def _select_kernels(backend: str, wanted: Optional[str], baseline: Optional[str]
             raise FastgemmError(f"unknown kernel(s) for backend {backend}: {', '.join(unknown)}; "
                                 f"see `fastgemm kernels --backend {backend}`")
         return [infos[n] for n in names if n != baseline]
-    return [k for k in _fastgemm.kernels(backend) if not k.baseline]
+    # Names with '@' are experiments (the -O ladder: ikj@O0 ...): run when named, not by default.
+    return [k for k in _fastgemm.kernels(backend) if not k.baseline and "@" not in k.name]
 
 
 def parse_sizes(text: str) -> List[int]:
@@ -96,7 +97,8 @@ def _resolve_backend(name: str) -> str:
 def run_ladder(backend, shape, kernels, baseline, args, notes, progress_label=None):
     """Verify and time the baseline, then each kernel, on one Bench (same inputs).
 
-    Returns (results, baseline_result, skipped, bench).
+    Returns (results, baseline_result, skipped, bench); kernels whose constraints reject
+    the shape are noted in `notes` rather than run.
     """
     import numpy as np
 
@@ -110,7 +112,11 @@ def run_ladder(backend, shape, kernels, baseline, args, notes, progress_label=No
         base = api.BenchResult.from_native(b, _fastgemm.kernel_info(backend, baseline).precision)
         base_out = bench.output()
         results.append(base)
+    rejected = []
     for info in _progress(kernels, progress_label or f"{backend} {M}x{N}x{K}"):
+        if not info.accepts(M, N, K):
+            rejected.append(f"{info.name} ({', '.join(info.constraints)})")
+            continue
         if flops > info.bench_flops_cap and not args.all:
             skipped.append(info.name)
             continue
@@ -121,6 +127,8 @@ def run_ladder(backend, shape, kernels, baseline, args, notes, progress_label=No
             res.ratio = base.device_median / res.device_median
             res.diff_vs_baseline = float(np.max(np.abs(bench.output() - base_out))) if M and N else 0.0
         results.append(res)
+    if rejected:
+        notes.append(f"not run, the shape breaks their constraints: {'; '.join(rejected)}")
     return results, base, skipped, bench
 
 
@@ -136,6 +144,10 @@ def cmd_bench(args) -> int:
         _fastgemm.set_num_threads(args.threads)
     backend = _resolve_backend(args.backend)
     baseline = None if args.baseline == "none" else (args.baseline or api.default_baseline(backend))
+    if args.processes:  # run-to-run stability across fresh processes (fastgemm.stability)
+        from . import stability
+
+        return stability.cmd_bench_processes(args, backend, baseline)
     kernels = _select_kernels(backend, args.kernels, baseline)
     if args.sizes:
         shapes = [(n, n, n) for n in args.sizes]
@@ -152,6 +164,9 @@ def cmd_bench(args) -> int:
         if backend == "metal-emu":
             notes.append("metal-emu runs Metal shaders on the CPU to check them: its times are NOT "
                          "performance numbers")
+        if not args.kernels and any("@" in k.name for k in _fastgemm.kernels(backend)):
+            notes.append("experiments (names with '@': the -O ladder ikj@O0 ... transposed_b_split4@O3fm) are not in "
+                         "the default list; name them with --kernels")
         results, base, skipped, bench = run_ladder(backend, shape, kernels, baseline, args, notes)
         if skipped:
             notes.append(f"skipped above their size cap (they would take many seconds per call; --all runs "
@@ -376,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sizes", type=parse_sizes, help="sweep square sizes: 256,512,1024 or 256:4096 or 256:2048:256")
     b.add_argument("--plot", help="write a PNG chart (ladder bars, or GFLOP/s vs size with --sizes)")
     b.add_argument("--no-peak", action="store_true", help="skip the FMA/bandwidth probes (no %% peak column)")
+    b.add_argument("--processes", type=positive_int,
+                   help="run the named kernels (default: the baseline) in N fresh processes, best of --iters in "
+                        "each, and print the distribution (run-to-run stability)")
     b.set_defaults(func=cmd_bench)
 
     def common(sp, size_default=DEFAULT_SIZE):
@@ -403,6 +421,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(s)
     s.add_argument("--family", required=True, help="kernel name prefix, e.g. tiled_ikj or tensorops_sync")
     s.set_defaults(func=cmd_sweep)
+
+    from .emu import add_emu_parser
+
+    add_emu_parser(sub)
+
+    from . import exactness, profile, stability
+
+    exactness.add_parser(sub)  # explain-diff
+    profile.add_parser(sub)  # profile
+    stability.add_run_once_parser(sub)  # _run-once (hidden: the child of --processes and profile)
 
     c = sub.add_parser("compare", help="per-kernel ratios between two --json result files")
     c.add_argument("first")

@@ -8,9 +8,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
+
 #include "core/autotune.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/registry.hpp"
 #include "core/runner.hpp"
 #include "core/threads.hpp"
@@ -42,6 +45,10 @@ MatrixView view_of(const py::array& a, const char* name, bool writable) {
     int64_t s0 = a.strides(0), s1 = a.strides(1);
     if (rows == 0 || cols == 0) {  // nothing is read or written
         return {static_cast<float*>(const_cast<void*>(a.data())), rows, cols, std::max<int64_t>(1, cols)};
+    }
+    if (reinterpret_cast<std::uintptr_t>(a.data()) % alignof(float) != 0) {
+        throw ShapeError(std::string(name) + " is not aligned to 4 bytes (internal layout error: "
+                                             "fastgemm.sgemm copies unaligned arrays)");
     }
     if (cols > 1 && s1 != 4) {
         throw ShapeError(std::string(name) + " needs unit stride along its rows (internal layout error)");
@@ -90,6 +97,34 @@ bool python_interrupt_pending() {
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     return false;
+}
+
+// BLAS quick return, as reference sgemm and OpenBLAS do it: alpha == 0 or K == 0 gives
+// C = beta * C and reads neither A nor B, so NaN or Inf in them cannot reach C. Done here
+// for every backend (a device kernel would compute 0 * NaN = NaN); beta == 0 writes zeros
+// without reading C, beta == 1 leaves C untouched.
+void scale_c_only(const Problem& p, float* C) {
+    if (p.beta == 1.0f) return;
+    for (int64_t i = 0; i < p.M; ++i) {
+        float* row = C + i * p.ldc;
+        for (int64_t j = 0; j < p.N; ++j) row[j] = p.beta == 0.0f ? 0.0f : p.beta * row[j];
+    }
+}
+
+// Runs f() without the GIL inside an InterruptScope, so that Ctrl-C stops even a single
+// long kernel call (loops poll the flag). An interrupted call raises what Python's
+// SIGINT handler raises (KeyboardInterrupt); off the main thread, where Python runs no
+// handlers, it raises KernelError saying that the call was interrupted.
+template <class F>
+auto interruptible(F&& f) -> decltype(f()) {
+    InterruptScope scope;
+    try {
+        py::gil_scoped_release nogil;
+        return f();
+    } catch (const Interrupted&) {
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        throw;
+    }
 }
 
 void translate_errors() {
@@ -229,8 +264,7 @@ PYBIND11_MODULE(_fastgemm, m) {
                  opts.verify = verify;
                  opts.max_seconds = max_seconds;
                  opts.should_stop = python_interrupt_pending;
-                 py::gil_scoped_release nogil;
-                 return b.run(k, opts);
+                 return interruptible([&] { return b.run(k, opts); });
              },
              py::arg("backend"), py::arg("kernel"), py::arg("warmup") = 3, py::arg("iters") = 10,
              py::arg("verify") = true, py::arg("max_seconds") = 0.0)
@@ -288,7 +322,28 @@ PYBIND11_MODULE(_fastgemm, m) {
     m.def("gemm",
           [](const std::string& backend, const std::string& kernel, const py::array& A, const py::array& B,
              const py::array& C, bool trans_a, bool trans_b, float alpha, float beta) {
-              MatrixView a = view_of(A, "A", false), b = view_of(B, "B", false), c = view_of(C, "C", true);
+              MatrixView c = view_of(C, "C", true);
+              if (c.rows == 0 || c.cols == 0) {
+                  // Nothing to compute, but the same checks as a real call: an unknown
+                  // kernel or a violated constraint raises for an empty C too. A and B
+                  // may be any layout here (nothing is read), so only their shapes count.
+                  if (A.ndim() != 2 || B.ndim() != 2) throw ShapeError("A and B must be 2-D");
+                  Problem p = Problem::dense(c.rows, c.cols, trans_a ? A.shape(0) : A.shape(1), trans_a,
+                                             trans_b, alpha, beta);
+                  if (p.a_rows() != A.shape(0) || p.b_rows() != B.shape(0) || p.b_cols() != B.shape(1)) {
+                      throw ShapeError("operand shapes do not match the empty output " +
+                                       std::to_string(p.M) + "x" + std::to_string(p.N));
+                  }
+                  p.validate();
+                  if (kernel.empty() || kernel == "auto") {
+                      Registry::global().resolve_backend(backend);  // unknown/unavailable raise
+                      return std::string();
+                  }
+                  const Kernel& k = resolve_kernel(backend, kernel, p);
+                  k.info().check(p);
+                  return k.info().name;
+              }
+              MatrixView a = view_of(A, "A", false), b = view_of(B, "B", false);
               Problem p;
               p.trans_a = trans_a, p.trans_b = trans_b, p.alpha = alpha, p.beta = beta;
               p.M = c.rows, p.N = c.cols;
@@ -300,12 +355,20 @@ PYBIND11_MODULE(_fastgemm, m) {
                                    std::to_string(p.N));
               }
               const Kernel& k = resolve_kernel(backend, kernel, p);
-              {
+              if (p.alpha == 0.0f || p.K == 0) {
+                  p.validate();
+                  k.info().check(p);  // the same errors as a real launch
                   py::gil_scoped_release nogil;
+                  scale_c_only(p, c.data);
+                  return k.info().name;
+              }
+              interruptible([&] {
                   auto launch = k.bind(p, a.data, b.data, c.data);
                   launch->run();
                   launch->finish();
-              }
+                  throw_if_interrupted();  // a loop that returned early left C incomplete
+                  return 0;
+              });
               return k.info().name;
           },
           py::arg("backend"), py::arg("kernel"), py::arg("A"), py::arg("B"), py::arg("C"),

@@ -1,6 +1,7 @@
 #include "problem.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "errors.hpp"
@@ -45,6 +46,21 @@ void Problem::validate() const {
     check_ld("lda", lda, a_cols());
     check_ld("ldb", ldb, b_cols());
     check_ld("ldc", ldc, N);
+    // Spans are computed as (rows - 1) * ld + cols in int64 and then as bytes: refuse
+    // sizes whose byte count does not fit, instead of overflowing into a wrong offset.
+    const int64_t max_elements = std::numeric_limits<int64_t>::max() / int64_t(sizeof(float));
+    auto check_span = [&](const char* name, int64_t rows, int64_t cols, int64_t ld) {
+        if (rows <= 0 || cols <= 0) return;
+        if (rows - 1 > (max_elements - cols) / ld) {
+            std::ostringstream os;
+            os << name << " spans " << rows << " rows of leading dimension " << ld
+               << ", more bytes than a 64-bit offset can address (" << describe() << ")";
+            throw ShapeError(os.str());
+        }
+    };
+    check_span("A", a_rows(), a_cols(), lda);
+    check_span("B", b_rows(), b_cols(), ldb);
+    check_span("C", M, N, ldc);
 }
 
 std::string Problem::describe() const {

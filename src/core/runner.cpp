@@ -3,13 +3,90 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <limits>
 #include <random>
 
 #include "errors.hpp"
+#include "interrupt.hpp"
 #include "threads.hpp"
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <signal.h>
+#include <unistd.h>
+#define FASTGEMM_POSIX_SIGNALS 1
+#endif
+
 namespace fastgemm {
+
+// --- Interrupts (interrupt.hpp) -------------------------------------------------------
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+#if defined(FASTGEMM_POSIX_SIGNALS)
+std::mutex g_scope_mutex;
+int g_scopes = 0;
+bool g_installed = false;
+struct sigaction g_previous;
+
+extern "C" void chaining_sigint_handler(int sig, siginfo_t* info, void* context) {
+    g_interrupted.store(true, std::memory_order_relaxed);  // async-signal-safe: lock-free
+    if (g_previous.sa_flags & SA_SIGINFO) {
+        if (g_previous.sa_sigaction) g_previous.sa_sigaction(sig, info, context);
+    } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+        g_previous.sa_handler(sig);
+    }
+}
+#endif
+
+}  // namespace
+
+bool interrupt_requested() { return g_interrupted.load(std::memory_order_relaxed); }
+
+void throw_if_interrupted() {
+    if (interrupt_requested()) throw Interrupted();
+}
+
+InterruptScope::InterruptScope() {
+#if defined(FASTGEMM_POSIX_SIGNALS)
+    std::lock_guard<std::mutex> lock(g_scope_mutex);
+    if (g_scopes++ > 0) return;
+    g_interrupted.store(false);
+    struct sigaction current;
+    if (sigaction(SIGINT, nullptr, &current) != 0) return;
+    bool chainable = (current.sa_flags & SA_SIGINFO) ||
+                     (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN);
+    if (!chainable) return;
+    struct sigaction ours = {};
+    ours.sa_sigaction = chaining_sigint_handler;
+    ours.sa_flags = SA_SIGINFO | (current.sa_flags & SA_RESTART);
+    sigemptyset(&ours.sa_mask);
+    g_previous = current;
+    g_installed = sigaction(SIGINT, &ours, nullptr) == 0;
+#endif
+}
+
+InterruptScope::~InterruptScope() {
+#if defined(FASTGEMM_POSIX_SIGNALS)
+    std::lock_guard<std::mutex> lock(g_scope_mutex);
+    if (--g_scopes > 0 || !g_installed) return;
+    g_installed = false;
+    struct sigaction current;
+    // Someone (Python's signal.signal) may have replaced ours meanwhile: keep theirs.
+    if (sigaction(SIGINT, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+        current.sa_sigaction == chaining_sigint_handler) {
+        sigaction(SIGINT, &g_previous, nullptr);
+    }
+#endif
+}
 
 namespace {
 
@@ -42,6 +119,52 @@ std::vector<int64_t> choose_reference_rows(const Problem& p) {
     for (int64_t r = 0; r < want; ++r) rows.push_back(r * (p.M - 1) / (want - 1));
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     return rows;
+}
+
+// std::bad_alloc with a message (pybind11 turns it into MemoryError with that text).
+class OutOfMemory : public std::bad_alloc {
+public:
+    explicit OutOfMemory(std::string what) : what_(std::move(what)) {}
+    const char* what() const noexcept override { return what_.c_str(); }
+
+private:
+    std::string what_;
+};
+
+// Bytes of memory this process could still get without swapping, or 0 when unknown.
+double available_memory_bytes() {
+#if defined(__linux__)
+    if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        double kib = 0.0;
+        while (std::fgets(line, sizeof line, f)) {
+            if (std::sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+        }
+        std::fclose(f);
+        if (kib > 0) return kib * 1024.0;
+    }
+#endif
+#if defined(FASTGEMM_POSIX_SIGNALS) && defined(_SC_PHYS_PAGES)
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) return double(pages) * double(page);
+#endif
+    return 0.0;
+}
+
+// A Bench holds A, B, the initial C, the latest output and a working C at once. With
+// overcommitting allocators a too-large request "succeeds" and the process is killed
+// while filling it, so refuse up front, with the numbers, instead.
+void check_memory_for(const Problem& p) {
+    double bytes = sizeof(float) * (double(p.a_span()) + double(p.b_span()) + 4.0 * double(p.c_span()));
+    double available = available_memory_bytes();
+    if (available > 0 && bytes > 0.9 * available) {
+        char msg[320];
+        std::snprintf(msg, sizeof msg,
+                      "benchmark of %s needs %.2f GiB for its operands, but only %.2f GiB of memory "
+                      "is available; use a smaller problem",
+                      p.describe().c_str(), bytes / double(1ull << 30), available / double(1ull << 30));
+        throw OutOfMemory(msg);
+    }
 }
 
 }  // namespace
@@ -90,6 +213,7 @@ std::vector<double> reference_rows(const Problem& p, const float* A, const float
 
 Bench::Bench(const Problem& problem, uint64_t seed) : problem_(problem) {
     problem_.validate();
+    check_memory_for(problem_);
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     auto fill = [&](std::vector<float>& v, int64_t n) {
@@ -137,6 +261,7 @@ Verification Bench::verify(const Kernel& kernel) {
         launch->run();
         launch->finish();
     }
+    throw_if_interrupted();  // a loop that returned early left C incomplete
     Verification v;
     v.tolerance = tolerance_for(kernel.info().precision, p.K);
     v.rows_checked = int64_t(ref_rows_.size());
@@ -190,12 +315,14 @@ BenchResult Bench::run(const Kernel& kernel, const BenchOptions& opts) {
     for (int w = 0; w < opts.warmup; ++w) {
         if (stop()) throw KernelError("interrupted");
         launch->run();
+        throw_if_interrupted();
         if (opts.max_seconds > 0 && elapsed() > 0.5 * opts.max_seconds) break;
     }
     started = Clock::now();
     for (int it = 0; it < std::max(opts.iters, 1); ++it) {
         if (stop()) throw KernelError("interrupted");
         Timing t = launch->run();
+        throw_if_interrupted();
         r.device_s.push_back(t.device_s);
         r.host_s.push_back(t.host_s);
         r.prep_s.push_back(t.prep_s);
@@ -205,6 +332,7 @@ BenchResult Bench::run(const Kernel& kernel, const BenchOptions& opts) {
         }
     }
     launch->finish();
+    throw_if_interrupted();
     if (!opts.verify) {
         out_ = std::move(C);
         r.verification.checksum = checksum(out_);

@@ -12,6 +12,7 @@
 #include "cpu/blas.hpp"
 #include "cpu/peak_probe.hpp"
 #include "cpu/ladder.hpp"
+#include "cpu/opt_levels/opt_levels.hpp"
 #include "cpu/packed/packed_kernels.hpp"
 
 namespace fastgemm {
@@ -62,6 +63,7 @@ void register_cpu_backend(Registry& r) {
     cpu::register_loop_ladder(r);
     cpu::register_transposed_b(r);
     register_packed_kernels(r);
+    cpu::register_opt_level_ladder(r);
 }
 
 }  // namespace fastgemm

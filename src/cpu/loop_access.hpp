@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/interrupt.hpp"
 #include "core/problem.hpp"
 
 namespace fastgemm::cpu {
@@ -42,6 +43,15 @@ inline void scale_rows(const Problem& p, float* C, int64_t row_begin, int64_t ro
             for (int64_t j = 0; j < p.N; ++j) c[j] *= p.beta;
         }
     }
+}
+
+// BLAS quick return: alpha == 0 or K == 0 means C = beta * C, and A and B are not read
+// (reference sgemm returns early there, so NaN or Inf in A or B does not reach C; OpenBLAS
+// does the same). Returns true when rows [row_begin, row_end) are done.
+inline bool scale_only(const Problem& p, float* C, int64_t row_begin, int64_t row_end) {
+    if (p.alpha != 0.0f && p.K != 0) return false;
+    scale_rows(p, C, row_begin, row_end);
+    return true;
 }
 
 // Loops that form a whole dot product write alpha * sum (+ beta * C).

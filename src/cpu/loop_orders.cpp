@@ -6,7 +6,9 @@
 //   inner j (ikj, kij): B's row and C's row stream contiguously; the compiler
 //                       vectorises the inner loop.
 //   inner i (jki, kji): both A and C are walked down columns: the slowest pair.
-// Any M, N, K, transposes and leading dimensions; alpha and beta as BLAS defines them.
+// Any M, N, K, transposes and leading dimensions; alpha and beta as BLAS defines them
+// (alpha == 0 or K == 0 only scales C). The outer loop stops early when Ctrl-C is
+// pending (core/interrupt.hpp); the caller then discards C.
 #include "cpu/ladder.hpp"
 #include "cpu/loop_access.hpp"
 
@@ -16,7 +18,7 @@ namespace {
 
 template <bool TA, bool TB>
 void ijk_loop(const Problem& p, const float* A, const float* B, float* C) {
-    for (int64_t i = 0; i < p.M; ++i) {
+    for (int64_t i = 0; i < p.M && !interrupt_requested(); ++i) {
         for (int64_t j = 0; j < p.N; ++j) {
             float sum = 0.0f;
             for (int64_t k = 0; k < p.K; ++k) sum += at<TA>(A, p.lda, i, k) * at<TB>(B, p.ldb, k, j);
@@ -27,7 +29,7 @@ void ijk_loop(const Problem& p, const float* A, const float* B, float* C) {
 
 template <bool TA, bool TB>
 void jik_loop(const Problem& p, const float* A, const float* B, float* C) {
-    for (int64_t j = 0; j < p.N; ++j) {
+    for (int64_t j = 0; j < p.N && !interrupt_requested(); ++j) {
         for (int64_t i = 0; i < p.M; ++i) {
             float sum = 0.0f;
             for (int64_t k = 0; k < p.K; ++k) sum += at<TA>(A, p.lda, i, k) * at<TB>(B, p.ldb, k, j);
@@ -39,7 +41,7 @@ void jik_loop(const Problem& p, const float* A, const float* B, float* C) {
 template <bool TA, bool TB>
 void ikj_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t i = 0; i < p.M; ++i) {
+    for (int64_t i = 0; i < p.M && !interrupt_requested(); ++i) {
         float* c = C + i * p.ldc;
         for (int64_t k = 0; k < p.K; ++k) {
             float a = p.alpha * at<TA>(A, p.lda, i, k);
@@ -51,7 +53,7 @@ void ikj_loop(const Problem& p, const float* A, const float* B, float* C) {
 template <bool TA, bool TB>
 void kij_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t k = 0; k < p.K; ++k) {
+    for (int64_t k = 0; k < p.K && !interrupt_requested(); ++k) {
         for (int64_t i = 0; i < p.M; ++i) {
             float a = p.alpha * at<TA>(A, p.lda, i, k);
             float* c = C + i * p.ldc;
@@ -63,7 +65,7 @@ void kij_loop(const Problem& p, const float* A, const float* B, float* C) {
 template <bool TA, bool TB>
 void jki_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t j = 0; j < p.N; ++j) {
+    for (int64_t j = 0; j < p.N && !interrupt_requested(); ++j) {
         for (int64_t k = 0; k < p.K; ++k) {
             float b = p.alpha * at<TB>(B, p.ldb, k, j);
             for (int64_t i = 0; i < p.M; ++i) C[i * p.ldc + j] += at<TA>(A, p.lda, i, k) * b;
@@ -74,7 +76,7 @@ void jki_loop(const Problem& p, const float* A, const float* B, float* C) {
 template <bool TA, bool TB>
 void kji_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t k = 0; k < p.K; ++k) {
+    for (int64_t k = 0; k < p.K && !interrupt_requested(); ++k) {
         for (int64_t j = 0; j < p.N; ++j) {
             float b = p.alpha * at<TB>(B, p.ldb, k, j);
             for (int64_t i = 0; i < p.M; ++i) C[i * p.ldc + j] += at<TA>(A, p.lda, i, k) * b;
@@ -86,6 +88,7 @@ void kji_loop(const Problem& p, const float* A, const float* B, float* C) {
 
 #define FASTGEMM_TRANS_DISPATCH(loop)                                                   \
     void loop(const Problem& p, const float* A, const float* B, float* C) {              \
+        if (scale_only(p, C, 0, p.M)) return;                                            \
         with_transposes(p, [&](auto ta, auto tb) {                                       \
             loop##_loop<decltype(ta)::value, decltype(tb)::value>(p, A, B, C);           \
         });                                                                              \

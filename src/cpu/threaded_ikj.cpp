@@ -14,8 +14,9 @@ namespace {
 
 template <bool TA, bool TB>
 void band(const Problem& p, const float* A, const float* B, float* C, int64_t i0, int64_t i1) {
+    if (scale_only(p, C, i0, i1)) return;
     scale_rows(p, C, i0, i1);
-    for (int64_t i = i0; i < i1; ++i) {
+    for (int64_t i = i0; i < i1 && !interrupt_requested(); ++i) {
         float* c = C + i * p.ldc;
         for (int64_t k = 0; k < p.K; ++k) {
             float a = p.alpha * at<TA>(A, p.lda, i, k);

@@ -14,7 +14,7 @@ namespace {
 template <int BS, bool TA, bool TB>
 void tiled_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t ii = 0; ii < p.M; ii += BS) {
+    for (int64_t ii = 0; ii < p.M && !interrupt_requested(); ii += BS) {
         const int64_t i_end = std::min<int64_t>(ii + BS, p.M);
         for (int64_t kk = 0; kk < p.K; kk += BS) {
             const int64_t k_end = std::min<int64_t>(kk + BS, p.K);
@@ -36,6 +36,7 @@ void tiled_loop(const Problem& p, const float* A, const float* B, float* C) {
 
 template <int BS>
 void tiled_ikj(const Problem& p, const float* A, const float* B, float* C) {
+    if (scale_only(p, C, 0, p.M)) return;
     with_transposes(p, [&](auto ta, auto tb) {
         tiled_loop<BS, decltype(ta)::value, decltype(tb)::value>(p, A, B, C);
     });

@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 template <bool TA>
 void dot_rows(const Problem& p, const float* A, const float* BT, float* C) {
-    for (int64_t i = 0; i < p.M; ++i) {
+    for (int64_t i = 0; i < p.M && !interrupt_requested(); ++i) {
         for (int64_t j = 0; j < p.N; ++j) {
             const float* b = BT + j * p.K;
             float sum = 0.0f;
@@ -34,7 +34,7 @@ void dot_rows(const Problem& p, const float* A, const float* BT, float* C) {
 
 template <bool TA>
 void dot_rows_split4(const Problem& p, const float* A, const float* BT, float* C) {
-    for (int64_t i = 0; i < p.M; ++i) {
+    for (int64_t i = 0; i < p.M && !interrupt_requested(); ++i) {
         for (int64_t j = 0; j < p.N; ++j) {
             const float* b = BT + j * p.K;
             float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
@@ -58,6 +58,10 @@ public:
 
     Timing run() override {
         auto t0 = Clock::now();
+        if (scale_only(p_, C_, 0, p_.M)) {
+            double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            return {s, s, 0.0};
+        }
         const float* bt = B_;
         if (!p_.trans_b || p_.ldb != p_.K) {
             // op(B)(k, j) -> BT[j * K + k]; when B is stored transposed and dense it

@@ -1,0 +1,110 @@
+"""Build check, verify and time the whole cuda ladder and both cuBLAS baselines in one run.
+
+Assumes the package is installed (``pip install --no-build-isolation .`` in the same
+command on the GPU machine). Every kernel runs on the same random inputs (one native
+Bench per size), is verified against the float64 reference, then timed with CUDA events
+(median of the timed iterations after warm-up). Prints one table per size:
+
+    python benchmarks/cuda_ladder.py [--sizes 4096,8192] [--iters 20] [--json out.json]
+
+Ratios are cuBLAS SGEMM time / kernel time (> 1 is faster than cublas), and for tf32
+kernels also against cublas_tf32, from this one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import fastgemm
+from fastgemm import _fastgemm
+
+
+def _nvidia_smi(fields: str) -> str:
+    try:
+        return subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception as e:  # noqa: BLE001 - informational only
+        return f"unavailable ({e})"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="4096", help="comma-separated square sizes")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--max-seconds", type=float, default=2.0, help="time cap per kernel (at least 3 iterations)")
+    ap.add_argument("--kernels", default="", help="comma-separated subset (default: all)")
+    ap.add_argument("--skip-slow", action="store_true", help="skip kernels over their bench FLOP cap")
+    ap.add_argument("--json", default="", help="write every result here")
+    args = ap.parse_args(argv)
+
+    status = next(b for b in fastgemm.backends() if b.name == "cuda")
+    if not status.available:
+        print(f"cuda backend unavailable: {status.reason}")
+        return 2
+    props = dict(status.properties)
+    print(f"# GPU: {status.device}; {props}")
+    print(f"# nvidia-smi: {_nvidia_smi('name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu')}")
+    print(f"# commit: {os.environ.get('FASTGEMM_COMMIT', 'unknown')}; fastgemm {fastgemm.__version__}")
+    wanted = [k for k in args.kernels.split(",") if k]
+    kernels = [k for k in fastgemm.kernels("cuda") if not wanted or k.name in wanted]
+    # cuBLAS first: every ratio needs it.
+    kernels.sort(key=lambda k: (k.name != "cublas", k.name != "cublas_tf32", k.ladder_step))
+    results = []
+    for S in [int(s) for s in args.sizes.split(",") if s]:
+        flops = 2.0 * S ** 3
+        bench = _fastgemm.Bench(S, S, S, False, False, 1.0, 0.0, 0x5EED)
+        rows, base = [], {}
+        for k in kernels:
+            if not k.accepts(S, S, S):
+                continue
+            if args.skip_slow and flops > k.bench_flops_cap:
+                continue
+            t0 = time.perf_counter()
+            try:
+                r = fastgemm.benchmark(k.name, S, backend="cuda", warmup=args.warmup, iters=args.iters,
+                                       max_seconds=args.max_seconds, bench=bench)
+            except Exception as e:  # noqa: BLE001 - report and keep going: one table per run
+                print(f"  {k.name}: ERROR {type(e).__name__}: {e}", flush=True)
+                rows.append(dict(kernel=k.name, error=str(e)))
+                continue
+            ms = r.device_median * 1e3
+            if k.name in ("cublas", "cublas_tf32"):
+                base[k.name] = ms
+            row = dict(kernel=k.name, step=k.ladder_step, precision=k.precision, size=S, device_ms=ms,
+                       host_ms=r.host_median * 1e3, min_ms=r.device_min * 1e3, tflops=flops / ms * 1e-9,
+                       rel_err=r.rel_err, tolerance=r.tolerance, passed=r.passed, iters=len(r.device_times),
+                       wall_s=time.perf_counter() - t0)
+            row["x_cublas"] = base["cublas"] / ms if "cublas" in base else None
+            row["x_cublas_tf32"] = base["cublas_tf32"] / ms if "cublas_tf32" in base else None
+            rows.append(row)
+            print(f"  {k.name:28s} {ms:9.3f} ms {row['tflops']:8.2f} TFLOP/s rel {r.rel_err:.2e} "
+                  f"{'ok' if r.passed else 'FAIL'}", flush=True)
+        results.extend(rows)
+        print(f"\n## {S}^3, {status.device} (device time: median of up to {args.iters} CUDA-event timings "
+              f"after {args.warmup} warm-ups; ratios from this run)\n")
+        print("| kernel | step | precision | device ms | host ms | TFLOP/s | rel err | tolerance | verified "
+              "| x cublas | x cublas_tf32 |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if "error" in r:
+                print(f"| {r['kernel']} | | | | | | | | ERROR: {r['error'][:60]} | | |")
+                continue
+            xt = f"{r['x_cublas_tf32']:.3f}" if r["x_cublas_tf32"] and r["precision"] == "tf32" else ""
+            print(f"| {r['kernel']} | {r['step']} | {r['precision']} | {r['device_ms']:.3f} | {r['host_ms']:.3f} "
+                  f"| {r['tflops']:.2f} | {r['rel_err']:.2e} | {r['tolerance']:.1e} "
+                  f"| {'yes' if r['passed'] else 'NO'} | {r['x_cublas'] or 0:.3f} | {xt} |")
+        print(flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(device=status.device, properties=props, results=results), f, indent=1)
+    return 0 if all(r.get("passed", False) for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+// Python entry points of the cuda backend for arrays already on the GPU. The generic
+// numpy path (fastgemm.sgemm on host arrays) goes through the registry like every
+// backend; python/fastgemm/cuda.py turns CuPy / PyTorch / DLPack arrays into the raw
+// pointers these functions take.
+#include <pybind11/pybind11.h>
+
+#include "cuda/interop.hpp"
+
+namespace py = pybind11;
+
+void bind_cuda(py::module_& m) {
+    m.def(
+        "cuda_sgemm",
+        [](const std::string& kernel, int64_t M, int64_t N, int64_t K, uintptr_t A, int64_t lda, uintptr_t B,
+           int64_t ldb, uintptr_t C, int64_t ldc, bool trans_a, bool trans_b, float alpha, float beta,
+           uintptr_t stream, int device) {
+            fastgemm::cuda::DeviceGemm g;
+            g.kernel = kernel;
+            g.M = M, g.N = N, g.K = K;
+            g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.C = C, g.ldc = ldc;
+            g.trans_a = trans_a, g.trans_b = trans_b;
+            g.alpha = alpha, g.beta = beta;
+            g.stream = stream, g.device = device;
+            py::gil_scoped_release nogil;
+            return fastgemm::cuda::run_device_gemm(g);
+        },
+        py::arg("kernel"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("A"), py::arg("lda"), py::arg("B"),
+        py::arg("ldb"), py::arg("C"), py::arg("ldc"), py::arg("trans_a"), py::arg("trans_b"), py::arg("alpha"),
+        py::arg("beta"), py::arg("stream") = 0, py::arg("device") = -1,
+        "C = alpha * op(A) op(B) + beta * C on device pointers (row-major, leading dimensions in elements), "
+        "queued on `stream` without synchronising. Returns the name of the kernel that ran.");
+}

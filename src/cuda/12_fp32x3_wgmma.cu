@@ -1,0 +1,20 @@
+// Rung 12, fp32x3 on wgmma: an FP32-accurate product from TF32 tensor-core products.
+// Each operand x is split into big = rna_tf32(x) and small = rna_tf32(x - big) (x is
+// then big + small to about 2^-22 relative), and C accumulates big*big + big*small +
+// small*big in FP32; the small*small term (about 2^-22) is dropped. A is split in a
+// pre-pass into two arrays that TMA streams as two tiles per stage; B is split in
+// registers as its fragment is loaded (see wgmma_gemm.cuh). Three wgmmas per k8 step.
+// Each k-tile's products are accumulated on the tensor cores and then added into FP32
+// registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
+// accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Any shape.
+#include "cuda/wgmma_launch.cuh"
+
+namespace fastgemm {
+namespace cuda {
+
+void launch_fp32x3_wgmma(const GemmArgs& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_gemm<WgmmaConfig<128, true>>(p, stream, ws, "fp32x3_wgmma");
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

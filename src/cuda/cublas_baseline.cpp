@@ -1,0 +1,131 @@
+// Baselines `cublas` (FP32, TF32 disabled: CUBLAS_DEFAULT_MATH, the mode PyTorch uses
+// with allow_tf32 = False) and `cublas_tf32` (CUBLAS_TF32_TENSOR_OP_MATH), through the
+// same harness as the ladder.
+//
+// cuBLAS is loaded at run time with dlopen rather than linked: CI builds the CUDA
+// sources with an nvcc that has no cuBLAS, and a wheel should not fail to import on a
+// machine without it. The library is looked for as $FASTGEMM_CUBLAS_LIBRARY, then
+// libcublas.so.13 / .12 / libcublas.so on the loader path (python/fastgemm/cuda.py
+// points the variable at the nvidia-cublas wheel when that is installed). Only the
+// five entry points below are used; their C signatures and enum values are cuBLAS's
+// documented API (cublas_api.h), declared here so no cuBLAS header is needed.
+//
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS is called
+// with the operands swapped and the same transpose flags.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "cuda/cublas_loader.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/ladder.hpp"
+
+namespace fastgemm {
+namespace cuda {
+
+namespace {
+
+using cublasHandle = void*;
+using CreateFn = int (*)(cublasHandle*);
+using SetStreamFn = int (*)(cublasHandle, cudaStream_t);
+using SetMathModeFn = int (*)(cublasHandle, int);
+using SgemmFn = int (*)(cublasHandle, int, int, int, int, int, const float*, const float*, int, const float*, int,
+                        const float*, float*, int);
+using GetVersionFn = int (*)(cublasHandle, int*);
+
+constexpr int kOpN = 0, kOpT = 1;                      // cublasOperation_t
+constexpr int kDefaultMath = 0, kTf32TensorOpMath = 3;  // cublasMath_t
+
+struct CublasLib {
+    void* handle = nullptr;
+    std::string path, error;
+    CreateFn create = nullptr;
+    SetStreamFn set_stream = nullptr;
+    SetMathModeFn set_math_mode = nullptr;
+    SgemmFn sgemm = nullptr;
+    GetVersionFn get_version = nullptr;
+};
+
+CublasLib& lib() {
+    static CublasLib l;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::string candidates[4];
+        int n = 0;
+        if (const char* env = std::getenv("FASTGEMM_CUBLAS_LIBRARY")) candidates[n++] = env;
+        candidates[n++] = "libcublas.so.13";
+        candidates[n++] = "libcublas.so.12";
+        candidates[n++] = "libcublas.so";
+        for (int i = 0; i < n && !l.handle; ++i) {
+            l.handle = dlopen(candidates[i].c_str(), RTLD_NOW | RTLD_LOCAL);
+            if (l.handle) l.path = candidates[i];
+        }
+        if (!l.handle) {
+            l.error = "cuBLAS not found (tried $FASTGEMM_CUBLAS_LIBRARY, libcublas.so.13, .so.12, .so)";
+            return;
+        }
+        l.create = reinterpret_cast<CreateFn>(dlsym(l.handle, "cublasCreate_v2"));
+        l.set_stream = reinterpret_cast<SetStreamFn>(dlsym(l.handle, "cublasSetStream_v2"));
+        l.set_math_mode = reinterpret_cast<SetMathModeFn>(dlsym(l.handle, "cublasSetMathMode"));
+        l.sgemm = reinterpret_cast<SgemmFn>(dlsym(l.handle, "cublasSgemm_v2"));
+        l.get_version = reinterpret_cast<GetVersionFn>(dlsym(l.handle, "cublasGetVersion_v2"));
+        if (!l.create || !l.set_stream || !l.set_math_mode || !l.sgemm) {
+            l.error = "cuBLAS at " + l.path + " lacks cublasCreate_v2/cublasSgemm_v2/...";
+            l.handle = nullptr;
+        }
+    });
+    return l;
+}
+
+// One handle per device, created on first use and kept for the process (creating one
+// costs milliseconds and would otherwise land in the first timed call).
+cublasHandle handle_for_current_device() {
+    static std::mutex mu;
+    static std::map<int, cublasHandle> handles;
+    int dev = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = handles.find(dev);
+    if (it != handles.end()) return it->second;
+    CublasLib& l = lib();
+    if (!l.handle) throw BackendUnavailableError(l.error);
+    cublasHandle h = nullptr;
+    if (int st = l.create(&h)) throw KernelError("cublasCreate failed with status " + std::to_string(st));
+    handles[dev] = h;
+    return h;
+}
+
+void run_sgemm(const GemmArgs& p, cudaStream_t stream, int math_mode) {
+    if (p.M == 0 || p.N == 0) return;
+    if (p.M > INT32_MAX || p.N > INT32_MAX || p.K > INT32_MAX || p.lda > INT32_MAX || p.ldb > INT32_MAX ||
+        p.ldc > INT32_MAX)
+        throw ConstraintError("cublas: dimensions above 2^31 need the 64-bit API, which this baseline does not use");
+    CublasLib& l = lib();
+    cublasHandle h = handle_for_current_device();
+    if (int st = l.set_stream(h, stream)) throw KernelError("cublasSetStream failed: " + std::to_string(st));
+    if (int st = l.set_math_mode(h, math_mode)) throw KernelError("cublasSetMathMode failed: " + std::to_string(st));
+    // cuBLAS wants lda >= rows of the column-major view even when that dimension is 0.
+    auto ld = [](int64_t v) { return int(v < 1 ? 1 : v); };
+    const int st = l.sgemm(h, p.trans_b ? kOpT : kOpN, p.trans_a ? kOpT : kOpN, int(p.N), int(p.M), int(p.K),
+                           &p.alpha, p.B, ld(p.ldb), p.A, ld(p.lda), &p.beta, p.C, ld(p.ldc));
+    if (st) throw KernelError("cublasSgemm failed with status " + std::to_string(st));
+}
+
+}  // namespace
+
+std::string cublas_status(bool* available) {
+    CublasLib& l = lib();
+    *available = l.handle != nullptr;
+    return l.handle ? l.path : l.error;
+}
+
+void launch_cublas(const GemmArgs& p, cudaStream_t stream, Workspace&) { run_sgemm(p, stream, kDefaultMath); }
+void launch_cublas_tf32(const GemmArgs& p, cudaStream_t stream, Workspace&) {
+    run_sgemm(p, stream, kTf32TensorOpMath);
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

@@ -1,0 +1,209 @@
+// The cuda backend: status (why it cannot run, when it cannot), ceilings, and every
+// ladder entry registered as a fastgemm::Kernel.
+//
+// A CudaLaunch owns the device side of one bound problem: make_launch takes pooled
+// device buffers and uploads A, B (and C when beta != 0); run() is one launch timed with
+// CUDA events (device time) and a steady clock around launch + synchronise (host time);
+// finish() downloads C's M x N elements into the caller's C (rows of ldc, so the gaps
+// between rows are left untouched).
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/backends.hpp"
+#include "core/registry.hpp"
+#include "cuda/cublas_loader.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_pool.hpp"
+#include "cuda/ladder.hpp"
+#include "cuda/probes.hpp"
+
+namespace fastgemm {
+
+namespace cuda {
+namespace {
+
+// Why no kernel can run here, or "" when a GPU is usable.
+std::string unavailable_reason() {
+    int n = 0;
+    const cudaError_t err = cudaGetDeviceCount(&n);
+    if (err == cudaErrorNoDevice || (err == cudaSuccess && n == 0)) return "no CUDA GPU found on this machine";
+    if (err == cudaErrorInsufficientDriver)
+        return "no usable NVIDIA driver: the driver is missing or older than CUDA runtime " +
+               std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
+    if (err != cudaSuccess)
+        return std::string("CUDA runtime could not initialise: ") + cudaGetErrorName(err) + " (" +
+               cudaGetErrorString(err) + ")";
+    return "";
+}
+
+cudaStream_t backend_stream() {
+    static cudaStream_t s = [] {
+        cudaStream_t st = nullptr;
+        FASTGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+        return st;
+    }();
+    return s;
+}
+
+class CudaBackend : public Backend {
+public:
+    std::string name() const override { return "cuda"; }
+    int auto_priority() const override { return 30; }
+    BackendStatus status() const override {
+        BackendStatus s;
+        s.name = "cuda";
+        s.reason = unavailable_reason();
+        s.available = s.reason.empty();
+        bool cublas_ok = false;
+        const std::string cublas = cublas_status(&cublas_ok);
+        s.properties.push_back({"cublas", cublas_ok ? "loaded from " + cublas : cublas});
+        s.properties.push_back({"cuda runtime", std::to_string(CUDART_VERSION)});
+        if (!s.available) return s;
+        int dev = 0, drv = 0;
+        cudaDeviceProp prop{};
+        if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&prop, dev) == cudaSuccess) {
+            s.device = prop.name;
+            s.properties.push_back({"gpu", prop.name});
+            s.properties.push_back({"compute capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)});
+            s.properties.push_back({"multiprocessors", std::to_string(prop.multiProcessorCount)});
+            s.properties.push_back({"memory", std::to_string(prop.totalGlobalMem >> 20) + " MiB"});
+            s.properties.push_back({"l2", std::to_string(prop.l2CacheSize >> 20) + " MiB"});
+            int clock_khz = 0;
+            if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev) == cudaSuccess)
+                s.properties.push_back({"max sm clock", std::to_string(clock_khz / 1000) + " MHz"});
+        }
+        if (cudaDriverGetVersion(&drv) == cudaSuccess) s.properties.push_back({"driver api", std::to_string(drv)});
+        s.properties.push_back({"wgmma rungs", device_is_sm90() ? "yes (sm_90)" : "no: they need sm_90 (Hopper)"});
+        return s;
+    }
+    Ceilings measure_ceilings() const override {
+        if (!unavailable_reason().empty()) return {};
+        Ceilings c;
+        c.peak_gflops = measure_ffma_peak_gflops();
+        c.peak_probe = "independent FFMA chains in registers on every SM (strict fp32)";
+        c.bandwidth_gbs = measure_copy_bandwidth_gbs();
+        c.bandwidth_probe = "device-to-device copy of 1 GiB, read+write bytes";
+        return c;
+    }
+};
+
+class CudaLaunch : public Launch {
+public:
+    CudaLaunch(const LadderEntry& e, const Problem& p, const float* A, const float* B, float* C)
+        : entry_(e), p_(p), hostC_(C) {
+        const std::string why = unavailable_reason();
+        if (!why.empty()) throw BackendUnavailableError("cuda: " + why);
+        stream_ = backend_stream();
+        const size_t na = size_t(p.a_span()), nb = size_t(p.b_span()), nc = size_t(p.c_span());
+        dA_ = acquire_device_buffer(na * sizeof(float));
+        dB_ = acquire_device_buffer(nb * sizeof(float));
+        dC_ = acquire_device_buffer(nc * sizeof(float));
+        if (na) FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dA_.data(), A, na * 4, cudaMemcpyHostToDevice, stream_));
+        if (nb) FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dB_.data(), B, nb * 4, cudaMemcpyHostToDevice, stream_));
+        if (p.beta != 0.0f && nc) {
+            // Every run() starts from the caller's C, so repeated timed runs give one result.
+            dC0_ = acquire_device_buffer(nc * sizeof(float));
+            FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dC0_.data(), C, nc * 4, cudaMemcpyHostToDevice, stream_));
+        }
+        FASTGEMM_CUDA_CHECK(cudaEventCreate(&start_));
+        FASTGEMM_CUDA_CHECK(cudaEventCreate(&stop_));
+        FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        args_.M = p.M, args_.N = p.N, args_.K = p.K;
+        args_.A = dA_.data(), args_.lda = p.lda;
+        args_.B = dB_.data(), args_.ldb = p.ldb;
+        args_.C = dC_.data(), args_.ldc = p.ldc;
+        args_.trans_a = p.trans_a, args_.trans_b = p.trans_b;
+        args_.alpha = p.alpha, args_.beta = p.beta;
+    }
+    ~CudaLaunch() override {
+        cudaStreamSynchronize(stream_);
+        cudaEventDestroy(start_);
+        cudaEventDestroy(stop_);
+    }
+    Timing run() override {
+        if (p_.beta != 0.0f && p_.c_span())
+            FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dC_.data(), dC0_.data(), size_t(p_.c_span()) * 4,
+                                                cudaMemcpyDeviceToDevice, stream_));
+        const auto h0 = std::chrono::steady_clock::now();
+        FASTGEMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
+        entry_.launch(args_, stream_, ws_);
+        FASTGEMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+        FASTGEMM_CUDA_CHECK(cudaEventSynchronize(stop_));
+        const auto h1 = std::chrono::steady_clock::now();
+        float ms = 0.0f;
+        FASTGEMM_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+        Timing t;
+        t.device_s = double(ms) * 1e-3;
+        t.host_s = std::chrono::duration<double>(h1 - h0).count();
+        return t;
+    }
+    void finish() override {
+        if (p_.M == 0 || p_.N == 0) return;
+        FASTGEMM_CUDA_CHECK(cudaMemcpy2DAsync(hostC_, size_t(p_.ldc) * 4, dC_.data(), size_t(p_.ldc) * 4,
+                                              size_t(p_.N) * 4, size_t(p_.M), cudaMemcpyDeviceToHost, stream_));
+        FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+private:
+    const LadderEntry& entry_;
+    Problem p_;
+    float* hostC_;
+    cudaStream_t stream_ = nullptr;
+    DeviceBuffer dA_, dB_, dC_, dC0_;
+    cudaEvent_t start_ = nullptr, stop_ = nullptr;
+    GemmArgs args_;
+    Workspace ws_;
+};
+
+class CudaKernel : public Kernel {
+public:
+    CudaKernel(KernelInfo info, const LadderEntry& e) : Kernel(std::move(info)), entry_(e) {}
+
+protected:
+    std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B, float* C) const override {
+        return std::make_unique<CudaLaunch>(entry_, p, A, B, C);
+    }
+
+private:
+    const LadderEntry& entry_;
+};
+
+}  // namespace
+}  // namespace cuda
+
+void register_cuda_backend(Registry& r) {
+    r.add_backend(std::make_unique<cuda::CudaBackend>());
+    // sm_90a rungs cannot launch elsewhere: keep them out of kernel="auto" there.
+    const bool sm90 = cuda::unavailable_reason().empty() && cuda::device_is_sm90();
+    for (const auto& e : cuda::ladder()) {
+        KernelInfo info;
+        info.name = e.name;
+        info.backend = "cuda";
+        info.ladder_step = e.ladder_step;
+        info.baseline = e.baseline;
+        info.precision = e.precision;
+        info.constraints = e.constraints;
+        info.params = e.params;
+        info.source = e.source;
+        info.description = e.description;
+        if (e.min_sm == 90) {
+            info.flags = "nvcc -O3 -gencode arch=compute_90a,code=sm_90a";
+            info.isa = "sm_90a (wgmma, TMA, mbarrier, setmaxnreg)";
+        } else if (e.baseline) {
+            info.flags = "cuBLAS (dlopen)";
+            info.isa = "cuBLAS";
+        } else {
+            info.flags = "nvcc -O3 -gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90";
+            info.isa = e.precision == Precision::tf32 ? "sm_80+ (mma.sync tf32)" : "sm_80+ (FFMA)";
+        }
+        if (e.bench_flops_cap > 0) info.bench_flops_cap = e.bench_flops_cap;
+        // tf32 kernels change the precision contract; only FP32-accurate kernels may be
+        // picked by kernel="auto".
+        info.auto_candidate = e.auto_candidate && e.precision != Precision::tf32 && (e.min_sm != 90 || sm90);
+        r.add_kernel(std::make_unique<cuda::CudaKernel>(std::move(info), e));
+    }
+}
+
+}  // namespace fastgemm

@@ -1,0 +1,72 @@
+// Device-side helpers shared by the ladder's kernels: operand accessors that honour
+// the transposes, the alpha/beta epilogue, and thin wrappers over the PTX that the
+// later rungs use (cp.async, tf32 rounding). Header-only, included by .cu files.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cuda/gemm_args.hpp"
+
+namespace fastgemm {
+namespace cuda {
+
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// op(A)(i, k) and op(B)(k, j): the generic rungs read through these, so one kernel
+// serves every transpose combination.
+__device__ __forceinline__ float load_op_a(const GemmArgs& p, int64_t i, int64_t k) {
+    return p.trans_a ? p.A[k * p.lda + i] : p.A[i * p.lda + k];
+}
+__device__ __forceinline__ float load_op_b(const GemmArgs& p, int64_t k, int64_t j) {
+    return p.trans_b ? p.B[j * p.ldb + k] : p.B[k * p.ldb + j];
+}
+
+// C = alpha * acc + beta * C. beta == 0 must not read C: it may hold NaN (the
+// verifier poisons it) and BLAS semantics say it is not an input then.
+__device__ __forceinline__ void store_c(const GemmArgs& p, int64_t i, int64_t j, float acc) {
+    float* c = p.C + i * p.ldc + j;
+    *c = p.beta == 0.0f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
+}
+__device__ __forceinline__ void store_c4(const GemmArgs& p, int64_t i, int64_t j, float4 acc) {
+    float4* c = reinterpret_cast<float4*>(p.C + i * p.ldc + j);
+    float4 r;
+    if (p.beta == 0.0f) {
+        r = make_float4(p.alpha * acc.x, p.alpha * acc.y, p.alpha * acc.z, p.alpha * acc.w);
+    } else {
+        float4 old = *c;
+        r = make_float4(p.alpha * acc.x + p.beta * old.x, p.alpha * acc.y + p.beta * old.y,
+                        p.alpha * acc.z + p.beta * old.z, p.alpha * acc.w + p.beta * old.w);
+    }
+    *c = r;
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// cp.async: global -> shared without passing through registers (sm_80+).
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Round to the nearest TF32 value (10 mantissa bits), returned as the fp32 bit pattern
+// the tensor cores read. Rounding (rather than letting the unit drop the low bits)
+// halves the representation error.
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

@@ -1,0 +1,26 @@
+// Operand preparation for the wgmma rungs, run on the stream before the GEMM:
+// pack op(X) densely with 16-byte aligned rows (when an operand is transposed or its
+// rows are not aligned for TMA) and split an operand into TF32 big and small parts
+// (fp32x3). Both are one pass over the operand: O(size) next to the GEMM's O(size^1.5).
+#pragma once
+
+#include "cuda/gemm_args.hpp"
+
+namespace fastgemm {
+namespace cuda {
+
+enum class PrepMode { copy, split };
+
+// dst_big (and dst_small for split) = op(src) as rows x cols, row stride ld_dst.
+// src is stored rows x cols (ld_src) or, when `trans`, cols x rows.
+void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
+                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream);
+
+inline int64_t round_up4(int64_t x) { return (x + 3) / 4 * 4; }
+
+inline bool tma_ready(const float* p, int64_t ld) {
+    return ld % 4 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

@@ -1,0 +1,59 @@
+// Host half of the wgmma rungs: prepares operands the TMA cannot read as stored
+// (transposed, unaligned rows) or that fp32x3 needs split, builds the tensor maps and
+// launches wgmma_gemm_kernel. Included by 11_tf32_wgmma.cu and 12_fp32x3_wgmma.cu.
+#pragma once
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/ladder.hpp"
+#include "cuda/operand_prep.cuh"
+#include "cuda/tma_map.hpp"
+#include "cuda/wgmma_gemm.cuh"
+
+namespace fastgemm {
+namespace cuda {
+
+template <class Cfg>
+void launch_wgmma_gemm(const GemmArgs& p, cudaStream_t stream, Workspace& ws, const char* name) {
+    if (!device_is_sm90())
+        throw ConstraintError(std::string(name) + " needs an sm_90 GPU (Hopper): it uses wgmma and TMA");
+    if (p.M == 0 || p.N == 0) return;
+    // A: K-major rows for TMA. fp32x3 always splits it (packing on the way); tf32 packs
+    // only when A is transposed or its rows are not 16-byte aligned.
+    const float* a = p.A;
+    const float* a_small = p.A;
+    int64_t lda = p.lda;
+    if (Cfg::X3) {
+        lda = round_up4(p.K);
+        float* big = static_cast<float*>(ws.get(0, size_t(p.M) * lda * sizeof(float)));
+        float* small = static_cast<float*>(ws.get(1, size_t(p.M) * lda * sizeof(float)));
+        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, big, small, lda, PrepMode::split, stream);
+        a = big;
+        a_small = small;
+    } else if (p.trans_a || !tma_ready(p.A, p.lda)) {
+        lda = round_up4(p.K);
+        float* packed = static_cast<float*>(ws.get(0, size_t(p.M) * lda * sizeof(float)));
+        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, packed, nullptr, lda, PrepMode::copy, stream);
+        a = packed;
+        a_small = packed;
+    }
+    const float* b = p.B;
+    int64_t ldb = p.ldb;
+    if (p.trans_b || !tma_ready(p.B, p.ldb)) {
+        ldb = round_up4(p.N);
+        float* packed = static_cast<float*>(ws.get(2, size_t(p.K) * ldb * sizeof(float)));
+        prepare_operand(p.B, p.ldb, p.trans_b, p.K, p.N, packed, nullptr, ldb, PrepMode::copy, stream);
+        b = packed;
+    }
+    const CUtensorMap map_a = make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK);
+    const CUtensorMap map_a_small = make_tma_map_2d(a_small, p.M, p.K, lda, Cfg::BM, Cfg::BK);
+    const CUtensorMap map_b = make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32);
+
+    auto kernel = wgmma_gemm_kernel<Cfg>;
+    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    const unsigned blocks = unsigned(ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN));
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_a, map_a_small, map_b, p);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

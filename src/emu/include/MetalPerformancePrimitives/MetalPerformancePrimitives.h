@@ -1,0 +1,103 @@
+// metal-emu shim of Apple's MetalPerformancePrimitives: mpp::tensor_ops::matmul2d.
+//
+// run() is distributed over the threads of the execution scope: scope thread t computes
+// output elements t, t + T, t + 2T, ... of the m x n tile (row-major), each as an FP32 sum in
+// increasing k, reading its inputs through the tensors' edge model (metal_tensor). So no
+// thread waits for another inside run(); callers must still call run() from every thread of
+// the scope, which the emulator checks through the scope size.
+#pragma once
+#include <metal_tensor>
+
+namespace mpp {
+namespace tensor_ops {
+
+struct matmul2d_descriptor {
+    enum class mode { multiply, multiply_accumulate };
+    int m = 0, n = 0, k = 0;
+    bool transpose_left = false, transpose_right = false, relaxed_precision = false;
+    mode matmul_mode = mode::multiply;
+    constexpr matmul2d_descriptor(int m_, int n_, int k_ = metal::dynamic_length_v<int>,
+                                  bool tl = false, bool tr = false, bool relaxed = false,
+                                  mode md = mode::multiply)
+        : m(m_), n(n_), k(k_), transpose_left(tl), transpose_right(tr),
+          relaxed_precision(relaxed), matmul_mode(md) {}
+};
+
+namespace detail {
+template <class Scope>
+struct scope_layout {
+    static constexpr int scope_threads =
+        Scope::simdgroups == 0 ? 1 : int(Scope::simdgroups * fgemu::kSimdWidth);
+    static int thread_in_scope() {
+        auto& t = fgemu::current();
+        if (Scope::simdgroups == 0) return 0;
+        if (Scope::simdgroups == 1) return int(t.lane);
+        return int(t.index);
+    }
+    static void check() {
+        if (Scope::simdgroups > 1) {
+            const uint32_t have = fgemu::threads_in_group();
+            if (have != uint32_t(scope_threads))
+                fgemu::fail("matmul2d with execution_simdgroups<" +
+                            std::to_string(Scope::simdgroups) + "> needs exactly " +
+                            std::to_string(scope_threads) + " threads per threadgroup, got " +
+                            std::to_string(have) + " (undefined behaviour on the GPU)");
+        }
+    }
+};
+template <class T>
+struct is_coop : std::false_type {};
+template <class E, class X, class L>
+struct is_coop<metal::cooperative_tensor<E, X, L>> : std::true_type {};
+}  // namespace detail
+
+template <matmul2d_descriptor Desc, class Scope, class... Args>
+class matmul2d {
+public:
+    static constexpr matmul2d_descriptor descriptor = Desc;
+    using scope = Scope;
+    using layout = detail::scope_layout<Scope>;
+
+    template <class L, class R, class Elem, class Coord = int>
+    auto get_destination_cooperative_tensor() const {
+        return metal::cooperative_tensor<Elem, metal::extents<int, size_t(Desc.n), size_t(Desc.m)>,
+                                         layout>();
+    }
+
+    template <class L, class R, class D>
+    void run(L& left, R& right, D& dest) const {
+        layout::check();
+        constexpr int M = Desc.m, N = Desc.n;
+        const int K = Desc.k == metal::dynamic_length_v<int> ||
+                              Desc.k == int(static_cast<int>(metal::dynamic_extent))
+                          ? int(Desc.transpose_left ? left.get_extent(1) : left.get_extent(0))
+                          : Desc.k;
+        const int T = layout::scope_threads, t = layout::thread_in_scope();
+        const bool acc = Desc.matmul_mode == matmul2d_descriptor::mode::multiply_accumulate;
+        for (int e = t, slot = 0; e < M * N; e += T, ++slot) {
+            const int r = e / N, c = e % N;
+            if constexpr (!detail::is_coop<D>::value) {
+                bool ok;
+                int coord[2] = {c, r};
+                typename D::index_type ci[2] = {typename D::index_type(c), typename D::index_type(r)};
+                (void)coord;
+                if (!dest.at(ci, ok)) continue;  // outside C: dropped
+            }
+            float s = 0.0f;
+            for (int k = 0; k < K; ++k) {
+                const float a = float(Desc.transpose_left ? left.get(r, k) : left.get(k, r));
+                const float b = float(Desc.transpose_right ? right.get(k, c) : right.get(c, k));
+                s += a * b;
+            }
+            if constexpr (detail::is_coop<D>::value) {
+                dest.v[slot] = acc ? dest.v[slot] + s : s;
+            } else {
+                using V = typename D::value_type;
+                dest.put(c, r, acc ? V(float(dest.get(c, r)) + s) : V(s));
+            }
+        }
+    }
+};
+
+}  // namespace tensor_ops
+}  // namespace mpp

@@ -1,0 +1,116 @@
+// Included first by every generated glue file (msl_scan.py): the shims, then the helpers
+// that call a kernel with its arguments bound from the running emulated thread.
+#pragma once
+
+#include <metal_stdlib>
+#include <metal_tensor>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+
+namespace fgemu {
+
+inline U3 attr_value(Attr a) {
+    ThreadState& t = current();
+    const U3 tpg = threads_per_group();
+    switch (a) {
+        case Attr::thread_position_in_grid: return t.pos_in_grid;
+        case Attr::threads_per_grid: {
+            const U3 g = groups_per_grid();
+            return U3{g.x * tpg.x, g.y * tpg.y, g.z * tpg.z};
+        }
+        case Attr::thread_position_in_threadgroup: return t.pos_in_group;
+        case Attr::threads_per_threadgroup:
+        case Attr::dispatch_threads_per_threadgroup: return tpg;
+        case Attr::threadgroup_position_in_grid: return t.group_pos;
+        case Attr::threadgroups_per_grid: return groups_per_grid();
+        case Attr::thread_index_in_threadgroup: return U3{t.index, 0, 0};
+        case Attr::thread_index_in_simdgroup: return U3{t.lane, 0, 0};
+        case Attr::simdgroup_index_in_threadgroup: return U3{t.simd_index, 0, 0};
+        case Attr::threads_per_simdgroup:
+        case Attr::thread_execution_width: return U3{kSimdWidth, 0, 0};
+        case Attr::simdgroups_per_threadgroup:
+        case Attr::dispatch_simdgroups_per_threadgroup: return U3{simdgroups_in_group(), 0, 0};
+        case Attr::thread_index_in_quadgroup: return U3{t.index % 4, 0, 0};
+        case Attr::quadgroup_index_in_threadgroup: return U3{t.index / 4, 0, 0};
+        case Attr::quadgroups_per_threadgroup: return U3{(threads_in_group() + 3) / 4, 0, 0};
+    }
+    return U3{};
+}
+
+template <class A>
+A attr_as(Attr a) {
+    const U3 u = attr_value(a);
+    if constexpr (metal::detail::is_vec<A>::value) {
+        A r;
+        const uint32_t c[3] = {u.x, u.y, u.z};
+        for (int i = 0; i < A::size && i < 3; ++i) r[i] = typename A::value_type(c[i]);
+        return r;
+    } else {
+        return A(u.x);
+    }
+}
+
+inline void* buffer_ptr(int index, size_t need, const char* what) {
+    const Binding& b = bound_buffer(index);
+    if (!b.ptr)
+        fail("buffer(" + std::to_string(index) + ") is not bound (" + what + ")");
+    if (b.size < need)
+        fail("buffer(" + std::to_string(index) + ") has " + std::to_string(b.size) +
+             " bytes but the kernel reads " + std::to_string(need) + " (" + what + ")");
+    return b.ptr;
+}
+
+template <class A>
+decltype(auto) bind_arg(const ArgRole& r) {
+    using Bare = std::remove_cv_t<std::remove_reference_t<A>>;
+    if (r.kind == ArgRole::attribute) {
+        if constexpr (std::is_pointer_v<Bare> || std::is_reference_v<A>) {
+            fail("position attribute bound to a pointer or reference parameter");
+            return A(*static_cast<Bare*>(nullptr));
+        } else {
+            return attr_as<Bare>(Attr(r.index));
+        }
+    } else if (r.kind == ArgRole::threadgroup_mem) {
+        if constexpr (std::is_pointer_v<Bare>) {
+            return static_cast<Bare>(bound_threadgroup_memory(r.index));
+        } else {
+            fail("[[threadgroup(n)]] on a parameter that is not a pointer");
+            return A(*static_cast<Bare*>(nullptr));
+        }
+    } else {
+        if constexpr (std::is_pointer_v<Bare>) {
+            return static_cast<Bare>(buffer_ptr(r.index, 0, "pointer argument"));
+        } else if constexpr (std::is_reference_v<A>) {
+            return static_cast<A>(
+                *static_cast<Bare*>(buffer_ptr(r.index, sizeof(Bare), "reference argument")));
+        } else {
+            Bare v;
+            std::memcpy(static_cast<void*>(&v), buffer_ptr(r.index, sizeof(Bare), "value argument"),
+                        sizeof(Bare));
+            return v;
+        }
+    }
+}
+
+template <class... A, size_t... I>
+void call_kernel(void (*fn)(A...), const ArgRole* roles, std::index_sequence<I...>) {
+    fn(bind_arg<A>(roles[I])...);
+}
+
+template <class... A>
+constexpr size_t count_args(void (*)(A...)) { return sizeof...(A); }
+
+template <auto Fn>
+void invoke(const ArgRole* roles) {
+    call_kernel(Fn, roles, std::make_index_sequence<count_args(Fn)>{});
+}
+
+struct Registrar {
+    Registrar(const KernelEntry* e, int n, const FunctionConstant* f, int nf) {
+        register_kernels(e, n);
+        if (nf) register_function_constants(f, nf);
+    }
+};
+
+}  // namespace fgemu
+
+#define is_function_constant_defined(x) ::fgemu::fc_defined(&(x))

@@ -1,0 +1,149 @@
+// The emulator runtime as the shim headers and the generated glue see it: the state of the
+// running emulated thread, barriers, SIMD-group exchange, error reporting, and dispatch.
+// Plain C++ (no MSL keyword macros are active here).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fgemu {
+
+constexpr uint32_t kSimdWidth = 32;                 // threads per SIMD-group on Apple GPUs
+constexpr uint32_t kMaxThreadsPerThreadgroup = 1024;
+constexpr size_t kMaxThreadgroupMemory = 32768;     // maxThreadgroupMemoryLength on M1-M5
+
+// An emulator finding: a kernel error, a bad dispatch, or an unsupported construct.
+struct Error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct U3 {
+    uint32_t x = 1, y = 1, z = 1;
+};
+
+// The position/index attributes of one emulated thread.
+enum class Attr : int {
+    thread_position_in_grid,
+    threads_per_grid,
+    thread_position_in_threadgroup,
+    threads_per_threadgroup,
+    threadgroup_position_in_grid,
+    threadgroups_per_grid,
+    dispatch_threads_per_threadgroup,
+    thread_index_in_threadgroup,
+    thread_index_in_simdgroup,
+    simdgroup_index_in_threadgroup,
+    threads_per_simdgroup,
+    simdgroups_per_threadgroup,
+    dispatch_simdgroups_per_threadgroup,
+    thread_execution_width,
+    thread_index_in_quadgroup,
+    quadgroup_index_in_threadgroup,
+    quadgroups_per_threadgroup,
+};
+
+struct ThreadState {
+    U3 pos_in_grid, pos_in_group, group_pos;
+    uint32_t index = 0;  // thread_index_in_threadgroup
+    uint32_t simd_index = 0, lane = 0;
+    struct Group* group = nullptr;
+    // scheduler bookkeeping
+    enum class Wait { runnable, barrier, simd, done } wait = Wait::runnable;
+    const char* barrier_file = nullptr;
+    int barrier_line = 0;
+    uint64_t barriers_passed = 0;
+    class Fiber* fiber = nullptr;
+};
+
+// Currently running emulated thread (one per worker OS thread).
+ThreadState& current();
+
+// threadgroup_barrier: every live thread of the group must arrive (file:line = call site).
+void group_barrier(const char* file, int line);
+// Waits for the live lanes of the caller's SIMD-group that are not blocked elsewhere;
+// returns a bitmask of the lanes that took part.
+uint32_t simd_sync();
+// 32 lanes x 64 bytes of exchange space for the caller's SIMD-group.
+unsigned char* simd_slots();
+// Threads in the caller's threadgroup, SIMD-groups in it.
+uint32_t threads_in_group();
+uint32_t simdgroups_in_group();
+U3 threads_per_group();
+U3 groups_per_grid();
+
+// Ends the emulated dispatch with an error (never returns to the kernel).
+[[noreturn]] void fail(const std::string& message);
+// A construct the emulator does not implement: fails with its name.
+[[noreturn]] void unsupported(const char* construct);
+// Called after each `threadgroup` variable declaration: poisons it (NaN bytes) once per
+// threadgroup, and counts it against the 32 KiB threadgroup-memory limit.
+void tg_var(void* p, size_t bytes);
+// Function constants: is_function_constant_defined().
+bool fc_defined(const void* var);
+
+// ---- dispatch --------------------------------------------------------------------------
+
+struct ArgRole {
+    enum Kind : int { buffer, threadgroup_mem, attribute } kind;
+    int index;  // buffer / threadgroup index, or Attr
+};
+
+using InvokeFn = void (*)(const ArgRole* roles);
+
+struct FunctionConstant {
+    int index;
+    const char* name;
+    void* var;
+    size_t size;
+};
+
+struct KernelEntry {
+    const char* name;       // function name or [[host_name]]
+    InvokeFn invoke;        // calls the kernel with arguments bound from current()
+    const ArgRole* roles;
+    int nroles;
+    const char* location;   // "file.metal:line"
+};
+
+struct Binding {
+    void* ptr = nullptr;
+    size_t size = 0;
+};
+
+enum class Order : int { natural = 0, reversed = 1, shuffled = 2 };
+
+struct DispatchOptions {
+    bool strict = false;            // barrier divergence and mismatched barriers are errors
+    Order order = Order::natural;   // order in which a group's threads are first run
+    uint64_t seed = 1;              // for Order::shuffled
+    int os_threads = 0;             // 0: FGEMU_THREADS or the hardware concurrency
+    bool guard_buffers = true;      // copy buffers between canaries; report writes past them
+};
+
+struct Dispatch {
+    U3 threadgroups, threads_per_threadgroup;
+    std::vector<Binding> buffers;           // index -> binding (ptr may be null: unbound)
+    std::vector<size_t> threadgroup_memory; // index -> bytes
+};
+
+// Kernels compiled into this module (registered by the generated glue).
+const std::vector<KernelEntry>& kernels();
+const std::vector<FunctionConstant>& function_constants();
+const KernelEntry* find_kernel(const std::string& name);
+void register_kernels(const KernelEntry* entries, int n);
+void register_function_constants(const FunctionConstant* fcs, int n);
+// Marks function constant `index` as set (value already copied) or clears all.
+void set_function_constant(int index, const void* value, size_t size);
+void clear_function_constants();
+
+// Runs one dispatch to completion. Throws fgemu::Error.
+void run(const KernelEntry& k, const Dispatch& d, const DispatchOptions& opt);
+
+// Internal: buffers the running dispatch bound.
+const Binding& bound_buffer(int index);
+void* bound_threadgroup_memory(int index);
+
+}  // namespace fgemu

@@ -1,0 +1,183 @@
+// Barriers and SIMD-group functions. threadgroup_barrier switches to the group's scheduler;
+// SIMD-group functions exchange values through a per-SIMD-group slot array and two
+// rendezvous (write, sync, read, sync), over the lanes that are active (not returned and not
+// blocked elsewhere) — as on hardware, where reductions act over active lanes.
+#pragma once
+
+#include "fgemu/types.hpp"
+
+namespace metal {
+
+enum class mem_flags : unsigned {
+    mem_none = 0,
+    mem_device = 1,
+    mem_threadgroup = 2,
+    mem_texture = 4,
+    mem_threadgroup_imageblock = 8,
+    mem_object_data = 16,
+};
+inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(unsigned(a) | unsigned(b)); }
+
+inline void threadgroup_barrier(mem_flags, const char* file = __builtin_FILE(),
+                                int line = __builtin_LINE()) {
+    fgemu::group_barrier(file, line);
+}
+// Lanes of a SIMD-group are separate fibers here, so simdgroup_barrier is a real rendezvous.
+inline void simdgroup_barrier(mem_flags) { fgemu::simd_sync(); }
+
+namespace fgemu_detail {
+
+template <class T>
+struct lanes {
+    T v[fgemu::kSimdWidth];
+    uint32_t mask;  // active lanes
+    uint32_t self;
+};
+
+template <class T>
+lanes<T> exchange(const T& x) {
+    static_assert(sizeof(T) <= 64, "SIMD-group exchange of values larger than 64 bytes");
+    auto& t = fgemu::current();
+    unsigned char* slots = fgemu::simd_slots();
+    std::memcpy(slots + size_t(t.lane) * 64, &x, sizeof(T));
+    lanes<T> r;
+    r.mask = fgemu::simd_sync();
+    r.self = t.lane;
+    for (uint32_t l = 0; l < fgemu::kSimdWidth; ++l)
+        if (r.mask & (1u << l)) std::memcpy(&r.v[l], slots + size_t(l) * 64, sizeof(T));
+    fgemu::simd_sync();  // everyone has read before the slots are reused
+    return r;
+}
+
+}  // namespace fgemu_detail
+
+template <class T>
+T simd_sum(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = T(0);
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) s = s + l.v[i];
+    return s;
+}
+template <class T>
+T simd_product(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = T(1);
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) s = s * l.v[i];
+    return s;
+}
+template <class T>
+T simd_max(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = x;
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) s = max(s, l.v[i]);
+    return s;
+}
+template <class T>
+T simd_min(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = x;
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) s = min(s, l.v[i]);
+    return s;
+}
+template <class T>
+T simd_prefix_inclusive_sum(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = T(0);
+    for (uint32_t i = 0; i <= l.self; ++i)
+        if (l.mask & (1u << i)) s = s + l.v[i];
+    return s;
+}
+template <class T>
+T simd_prefix_exclusive_sum(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = T(0);
+    for (uint32_t i = 0; i < l.self; ++i)
+        if (l.mask & (1u << i)) s = s + l.v[i];
+    return s;
+}
+template <class T>
+T simd_shuffle(T x, ushort lane) {
+    auto l = fgemu_detail::exchange(x);
+    return (lane < fgemu::kSimdWidth && (l.mask & (1u << lane))) ? l.v[lane] : x;
+}
+template <class T>
+T simd_broadcast(T x, ushort lane) { return simd_shuffle(x, lane); }
+template <class T>
+T simd_broadcast_first(T x) {
+    auto l = fgemu_detail::exchange(x);
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) return l.v[i];
+    return x;
+}
+template <class T>
+T simd_shuffle_xor(T x, ushort mask) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t src = (l.self ^ mask) & (fgemu::kSimdWidth - 1);
+    return (l.mask & (1u << src)) ? l.v[src] : x;
+}
+template <class T>
+T simd_shuffle_down(T x, ushort delta) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t src = l.self + delta;
+    return (src < fgemu::kSimdWidth && (l.mask & (1u << src))) ? l.v[src] : x;
+}
+template <class T>
+T simd_shuffle_up(T x, ushort delta) {
+    auto l = fgemu_detail::exchange(x);
+    return (l.self >= delta && (l.mask & (1u << (l.self - delta)))) ? l.v[l.self - delta] : x;
+}
+template <class T>
+T simd_shuffle_rotate_down(T x, ushort delta) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t src = (l.self + delta) % fgemu::kSimdWidth;
+    return (l.mask & (1u << src)) ? l.v[src] : x;
+}
+template <class T>
+T simd_shuffle_rotate_up(T x, ushort delta) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t src = (l.self + fgemu::kSimdWidth - delta % fgemu::kSimdWidth) % fgemu::kSimdWidth;
+    return (l.mask & (1u << src)) ? l.v[src] : x;
+}
+inline bool simd_all(bool b) {
+    auto l = fgemu_detail::exchange(b);
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if ((l.mask & (1u << i)) && !l.v[i]) return false;
+    return true;
+}
+inline bool simd_any(bool b) {
+    auto l = fgemu_detail::exchange(b);
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if ((l.mask & (1u << i)) && l.v[i]) return true;
+    return false;
+}
+struct simd_vote {
+    unsigned long long v;
+    explicit operator unsigned long long() const { return v; }
+    bool all() const { return v == 0xffffffffull; }
+    bool any() const { return v != 0; }
+};
+inline simd_vote simd_ballot(bool b) {
+    auto l = fgemu_detail::exchange(b);
+    unsigned long long m = 0;
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if ((l.mask & (1u << i)) && l.v[i]) m |= 1ull << i;
+    return simd_vote{m};
+}
+inline bool simd_is_first() {
+    auto l = fgemu_detail::exchange(true);
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) return i == l.self;
+    return false;
+}
+
+// Atomics and textures are not part of the GEMM subset.
+template <class T>
+struct texture2d {
+    texture2d() { fgemu::unsupported("texture2d"); }
+};
+
+}  // namespace metal

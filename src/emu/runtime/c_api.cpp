@@ -1,0 +1,76 @@
+// C entry points of a module compiled by fastgemm.emu.run (loaded with ctypes). Only these
+// symbols are exported; everything else in the module has hidden visibility so that two
+// modules (or libfastgemm) never share emulator state.
+#include <cstring>
+#include <string>
+
+#include "fgemu/runtime.hpp"
+
+#define FGEMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+void put(char* out, size_t n, const std::string& s) {
+    if (!out || n == 0) return;
+    std::strncpy(out, s.c_str(), n - 1);
+    out[n - 1] = '\0';
+}
+}  // namespace
+
+// Newline-separated kernel names; returns the length needed.
+FGEMU_EXPORT size_t fgemu_c_list(char* out, size_t n) {
+    std::string s;
+    for (const auto& k : fgemu::kernels()) {
+        if (!k.name) continue;
+        s += k.name;
+        s += '\n';
+    }
+    put(out, n, s);
+    return s.size() + 1;
+}
+
+// Returns 0 on success, 1 on an emulator error (message in err), 2 for an unknown kernel.
+FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const unsigned* tpg,
+                             int nbuf, void* const* ptrs, const size_t* sizes, int ntg,
+                             const size_t* tg_lens, int nfc, const int* fc_index,
+                             void* const* fc_values, const size_t* fc_sizes, int strict,
+                             int order, unsigned long long seed, int os_threads, char* err,
+                             size_t errlen) {
+    const fgemu::KernelEntry* k = fgemu::find_kernel(kernel);
+    if (!k) {
+        std::string names;
+        for (const auto& e : fgemu::kernels())
+            if (e.name) names += std::string(names.empty() ? "" : ", ") + e.name;
+        put(err, errlen, std::string("no kernel named '") + kernel + "' in this source (kernels: " +
+                             (names.empty() ? "none" : names) + ")");
+        return 2;
+    }
+    try {
+        fgemu::Dispatch d;
+        d.threadgroups = fgemu::U3{groups[0], groups[1], groups[2]};
+        d.threads_per_threadgroup = fgemu::U3{tpg[0], tpg[1], tpg[2]};
+        for (int i = 0; i < nbuf; ++i) d.buffers.push_back(fgemu::Binding{ptrs[i], sizes[i]});
+        for (int i = 0; i < ntg; ++i) d.threadgroup_memory.push_back(tg_lens[i]);
+        fgemu::clear_function_constants();
+        for (int i = 0; i < nfc; ++i)
+            fgemu::set_function_constant(fc_index[i], fc_values[i], fc_sizes[i]);
+        fgemu::DispatchOptions o;
+        o.strict = strict != 0;
+        o.order = fgemu::Order(order);
+        o.seed = seed;
+        o.os_threads = os_threads;
+        fgemu::run(*k, d, o);
+    } catch (const std::exception& e) {
+        put(err, errlen, e.what());
+        return 1;
+    }
+    return 0;
+}
+
+// Newline-separated "index name size" of the source's function constants.
+FGEMU_EXPORT size_t fgemu_c_constants(char* out, size_t n) {
+    std::string s;
+    for (const auto& fc : fgemu::function_constants())
+        s += std::to_string(fc.index) + " " + fc.name + " " + std::to_string(fc.size) + "\n";
+    put(out, n, s);
+    return s.size() + 1;
+}

@@ -1,0 +1,498 @@
+// The dispatch engine: threadgroups spread over OS threads, each group's threads run as
+// fibers by a round-robin scheduler that releases barriers and SIMD-group exchanges.
+//
+// Determinism: a group's threads always start in the same order (natural, reversed, or a
+// permutation seeded by the group id), a barrier releases only when every live thread has
+// arrived, and groups share nothing but device memory, so results do not depend on how
+// many OS threads run the groups.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "fgemu/runtime.hpp"
+#include "fiber.hpp"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FGEMU_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FGEMU_ASAN 1
+#endif
+#if defined(FGEMU_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace fgemu {
+
+struct Group {
+    const KernelEntry* kernel = nullptr;
+    const Dispatch* d = nullptr;
+    const DispatchOptions* opt = nullptr;
+    std::vector<ThreadState>* threads = nullptr;
+    uint32_t nthreads = 0, nsimd = 0;
+    std::vector<unsigned char>* slots = nullptr;   // nsimd * 32 * 64
+    std::vector<uint32_t> simd_mask;               // lanes released together, per SIMD-group
+    std::vector<std::vector<unsigned char>>* dyn_tg = nullptr;
+    size_t tg_bytes = 0;
+    uint64_t generation = 0;
+    FiberHost host;
+    bool failed = false;
+    std::string error;
+};
+
+namespace {
+
+thread_local ThreadState* t_current = nullptr;
+thread_local uint64_t t_generation = 0;
+thread_local std::unordered_map<void*, uint64_t>* t_poisoned = nullptr;
+
+std::vector<KernelEntry>& kernel_table() {
+    static std::vector<KernelEntry> t;
+    return t;
+}
+std::vector<FunctionConstant>& fc_table() {
+    static std::vector<FunctionConstant> t;
+    return t;
+}
+std::vector<const void*>& fc_set() {
+    static std::vector<const void*> t;
+    return t;
+}
+
+size_t stack_bytes() {
+    size_t kb = 0;
+    if (const char* e = std::getenv("FGEMU_STACK_KB")) kb = size_t(std::strtoul(e, nullptr, 10));
+#if defined(FGEMU_ASAN)
+    if (kb == 0) kb = 1024;
+#else
+    if (kb == 0) kb = 256;
+#endif
+    return kb * 1024;
+}
+
+// Fibers are expensive to map; workers borrow sets of them from this pool.
+struct FiberPool {
+    std::mutex mu;
+    std::vector<std::vector<std::unique_ptr<Fiber>>> free_sets;
+    std::vector<std::unique_ptr<Fiber>> take(size_t n) {
+        std::vector<std::unique_ptr<Fiber>> s;
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!free_sets.empty()) {
+                s = std::move(free_sets.back());
+                free_sets.pop_back();
+            }
+        }
+        const size_t bytes = stack_bytes();
+        while (s.size() < n) s.push_back(std::make_unique<Fiber>(bytes));
+        return s;
+    }
+    void give(std::vector<std::unique_ptr<Fiber>> s) {
+        std::lock_guard<std::mutex> lock(mu);
+        free_sets.push_back(std::move(s));
+    }
+};
+FiberPool& fiber_pool() {
+    static FiberPool* p = new FiberPool;  // leaked on purpose: no exit-order issues
+    return *p;
+}
+
+std::string u3s(const U3& u) {
+    return "(" + std::to_string(u.x) + ", " + std::to_string(u.y) + ", " + std::to_string(u.z) + ")";
+}
+
+void fiber_entry(void* arg) {
+    ThreadState* t = static_cast<ThreadState*>(arg);
+    Group* g = t->group;
+    t->fiber->entered(g->host);
+    try {
+        g->kernel->invoke(g->kernel->roles);
+    } catch (const std::exception& e) {
+        if (!g->failed) {
+            g->failed = true;
+            g->error = std::string("exception in kernel: ") + e.what();
+        }
+    }
+    t->wait = ThreadState::Wait::done;
+    t->fiber->yield(g->host, true);
+}
+
+std::string site(const ThreadState& t) {
+    return std::string(t.barrier_file ? t.barrier_file : "?") + ":" + std::to_string(t.barrier_line);
+}
+
+// Runs every thread of one group to completion (or to the first error).
+void run_group(Group& g, std::vector<ThreadState>& th, const std::vector<int>& order) {
+    for (;;) {
+        for (int i : order) {
+            ThreadState& t = th[size_t(i)];
+            if (t.wait != ThreadState::Wait::runnable) continue;
+            t_current = &t;
+            t.fiber->resume(g.host);
+            t_current = nullptr;
+            if (g.failed) return;
+        }
+        uint32_t live = 0, at_barrier = 0;
+        for (auto& t : th) {
+            if (t.wait != ThreadState::Wait::done) ++live;
+            if (t.wait == ThreadState::Wait::barrier) ++at_barrier;
+        }
+        if (live == 0) return;
+        // SIMD-group exchanges: release the lanes waiting in simd_sync of every SIMD-group
+        // whose other live lanes are all blocked (the blocked ones are inactive lanes).
+        bool released = false;
+        for (uint32_t s = 0; s < g.nsimd; ++s) {
+            uint32_t mask = 0;
+            const uint32_t lo = s * kSimdWidth, hi = std::min(g.nthreads, lo + kSimdWidth);
+            for (uint32_t i = lo; i < hi; ++i)
+                if (th[i].wait == ThreadState::Wait::simd) mask |= 1u << (i - lo);
+            if (!mask) continue;
+            g.simd_mask[s] = mask;
+            for (uint32_t i = lo; i < hi; ++i)
+                if (th[i].wait == ThreadState::Wait::simd) th[i].wait = ThreadState::Wait::runnable;
+            released = true;
+        }
+        if (released) continue;
+        // Everyone alive waits at a threadgroup barrier.
+        const ThreadState* first = nullptr;
+        for (auto& t : th)
+            if (t.wait == ThreadState::Wait::barrier) {
+                first = &t;
+                break;
+            }
+        if (g.opt->strict) {
+            for (auto& t : th) {
+                if (t.wait == ThreadState::Wait::done) {
+                    g.failed = true;
+                    g.error = "barrier divergence: thread " + u3s(t.pos_in_group) +
+                              " (index " + std::to_string(t.index) +
+                              ") returned while " + std::to_string(at_barrier) +
+                              " thread(s) wait at threadgroup_barrier at " + site(*first) +
+                              " (Apple GPUs let returned threads skip barriers; strict mode "
+                              "reports it)";
+                    return;
+                }
+                if (t.barrier_line != first->barrier_line ||
+                    std::strcmp(t.barrier_file, first->barrier_file) != 0) {
+                    g.failed = true;
+                    g.error = "barrier divergence: thread " + u3s(t.pos_in_group) +
+                              " waits at threadgroup_barrier at " + site(t) + " while thread " +
+                              u3s(first->pos_in_group) + " waits at " + site(*first);
+                    return;
+                }
+            }
+        }
+        for (auto& t : th)
+            if (t.wait == ThreadState::Wait::barrier) {
+                t.wait = ThreadState::Wait::runnable;
+                ++t.barriers_passed;
+            }
+    }
+}
+
+struct SharedRun {
+    const KernelEntry* kernel;
+    const Dispatch* d;
+    const DispatchOptions* opt;
+    uint64_t total_groups;
+    std::atomic<uint64_t> next{0};
+    std::atomic<bool> abort{false};
+    std::mutex mu;
+    std::string error;
+};
+
+void worker(SharedRun& run) {
+    const Dispatch& d = *run.d;
+    const U3 tpg = d.threads_per_threadgroup;
+    const uint32_t n = tpg.x * tpg.y * tpg.z;
+    const uint32_t nsimd = (n + kSimdWidth - 1) / kSimdWidth;
+    auto fibers = fiber_pool().take(n);
+    std::vector<ThreadState> th(n);
+    std::vector<unsigned char> slots(size_t(nsimd) * kSimdWidth * 64);
+    std::vector<std::vector<unsigned char>> dyn_tg;
+    for (size_t len : d.threadgroup_memory) dyn_tg.emplace_back(len);
+    std::unordered_map<void*, uint64_t> poisoned;
+    t_poisoned = &poisoned;
+    std::vector<int> order(n);
+
+    while (!run.abort.load(std::memory_order_relaxed)) {
+        const uint64_t gi = run.next.fetch_add(1);
+        if (gi >= run.total_groups) break;
+        const U3 gp{uint32_t(gi % d.threadgroups.x),
+                    uint32_t((gi / d.threadgroups.x) % d.threadgroups.y),
+                    uint32_t(gi / (uint64_t(d.threadgroups.x) * d.threadgroups.y))};
+        Group g;
+        g.kernel = run.kernel;
+        g.d = run.d;
+        g.opt = run.opt;
+        g.threads = &th;
+        g.nthreads = n;
+        g.nsimd = nsimd;
+        g.slots = &slots;
+        g.simd_mask.assign(nsimd, 0);
+        g.dyn_tg = &dyn_tg;
+        g.generation = ++t_generation;
+        for (auto& buf : dyn_tg) {
+            std::memset(buf.data(), 0xFF, buf.size());  // NaN: unwritten reads show up
+            g.tg_bytes += buf.size();
+        }
+        for (uint32_t i = 0; i < n; ++i) {
+            ThreadState& t = th[i];
+            t = ThreadState{};
+            t.pos_in_group = U3{i % tpg.x, (i / tpg.x) % tpg.y, i / (tpg.x * tpg.y)};
+            t.group_pos = gp;
+            t.pos_in_grid = U3{gp.x * tpg.x + t.pos_in_group.x, gp.y * tpg.y + t.pos_in_group.y,
+                               gp.z * tpg.z + t.pos_in_group.z};
+            t.index = i;
+            t.simd_index = i / kSimdWidth;
+            t.lane = i % kSimdWidth;
+            t.group = &g;
+            t.fiber = fibers[i].get();
+            t.fiber->reset(&fiber_entry, &t);
+            order[i] = int(i);
+        }
+        if (run.opt->order == Order::reversed) std::reverse(order.begin(), order.end());
+        if (run.opt->order == Order::shuffled) {
+            std::mt19937_64 rng(run.opt->seed * 0x9E3779B97F4A7C15ull + gi);
+            std::shuffle(order.begin(), order.end(), rng);
+        }
+        run_group(g, th, order);
+        if (g.failed) {
+            std::lock_guard<std::mutex> lock(run.mu);
+            if (run.error.empty())
+                run.error = g.error + " [threadgroup " + u3s(gp) + " of kernel " + run.kernel->name + "]";
+            run.abort = true;
+        }
+    }
+    t_poisoned = nullptr;
+    fiber_pool().give(std::move(fibers));
+}
+
+void check_geometry(const KernelEntry& k, const Dispatch& d) {
+    const U3 t = d.threads_per_threadgroup;
+    const uint64_t n = uint64_t(t.x) * t.y * t.z;
+    if (t.x == 0 || t.y == 0 || t.z == 0 || n > kMaxThreadsPerThreadgroup)
+        throw Error("out-of-range dispatch geometry for kernel " + std::string(k.name) +
+                    ": threadsPerThreadgroup " + u3s(t) + " must be non-zero with at most " +
+                    std::to_string(kMaxThreadsPerThreadgroup) + " threads in total");
+    size_t tg = 0;
+    for (size_t i = 0; i < d.threadgroup_memory.size(); ++i) {
+        if (d.threadgroup_memory[i] % 16 != 0)
+            throw Error("threadgroup memory length at index " + std::to_string(i) + " (" +
+                        std::to_string(d.threadgroup_memory[i]) +
+                        " bytes) must be a multiple of 16 (setThreadgroupMemoryLength:atIndex:)");
+        tg += d.threadgroup_memory[i];
+    }
+    if (tg > kMaxThreadgroupMemory)
+        throw Error("threadgroup memory lengths total " + std::to_string(tg) +
+                    " bytes, more than the 32 KiB of Apple GPUs");
+    // [[threadgroup(n)]] arguments need a length.
+    for (int i = 0; i < k.nroles; ++i)
+        if (k.roles[i].kind == ArgRole::threadgroup_mem &&
+            (size_t(k.roles[i].index) >= d.threadgroup_memory.size() ||
+             d.threadgroup_memory[size_t(k.roles[i].index)] == 0))
+            throw Error("kernel " + std::string(k.name) + " has a [[threadgroup(" +
+                        std::to_string(k.roles[i].index) +
+                        ")]] argument but no threadgroup memory length was set for it");
+}
+
+constexpr size_t kGuard = 4096;
+constexpr unsigned char kCanary = 0xA5;
+
+struct GuardedBuffer {
+    unsigned char* mem = nullptr;
+    size_t size = 0;
+    unsigned char* data() const { return mem + kGuard; }
+};
+
+}  // namespace
+
+ThreadState& current() {
+    if (!t_current) throw Error("Metal built-in called outside an emulated kernel");
+    return *t_current;
+}
+
+void group_barrier(const char* file, int line) {
+    ThreadState& t = current();
+    t.wait = ThreadState::Wait::barrier;
+    t.barrier_file = file;
+    t.barrier_line = line;
+    t.fiber->yield(t.group->host);
+}
+
+uint32_t simd_sync() {
+    ThreadState& t = current();
+    t.wait = ThreadState::Wait::simd;
+    t.fiber->yield(t.group->host);
+    return t.group->simd_mask[t.simd_index];
+}
+
+unsigned char* simd_slots() {
+    ThreadState& t = current();
+    return t.group->slots->data() + size_t(t.simd_index) * kSimdWidth * 64;
+}
+
+uint32_t threads_in_group() { return current().group->nthreads; }
+uint32_t simdgroups_in_group() { return current().group->nsimd; }
+U3 threads_per_group() { return current().group->d->threads_per_threadgroup; }
+U3 groups_per_grid() { return current().group->d->threadgroups; }
+
+void fail(const std::string& message) {
+    ThreadState& t = current();
+    Group& g = *t.group;
+    if (!g.failed) {
+        g.failed = true;
+        g.error = message + " (thread " + u3s(t.pos_in_group) + ")";
+    }
+    t.wait = ThreadState::Wait::done;
+    t.fiber->yield(g.host, true);
+    std::abort();  // never resumed
+}
+
+void unsupported(const char* construct) {
+    fail(std::string("unsupported by metal-emu: ") + construct);
+}
+
+void tg_var(void* p, size_t bytes) {
+    ThreadState& t = current();
+    Group& g = *t.group;
+    uint64_t& seen = (*t_poisoned)[p];
+    if (seen == g.generation) return;
+    seen = g.generation;
+    std::memset(p, 0xFF, bytes);  // NaN for floats, ~0 for integers
+    g.tg_bytes += bytes;
+    if (g.tg_bytes > kMaxThreadgroupMemory)
+        fail("threadgroup memory of " + std::to_string(g.tg_bytes) +
+             " bytes exceeds the 32 KiB of Apple GPUs");
+}
+
+bool fc_defined(const void* var) {
+    const auto& s = fc_set();
+    return std::find(s.begin(), s.end(), var) != s.end();
+}
+
+const std::vector<KernelEntry>& kernels() { return kernel_table(); }
+const std::vector<FunctionConstant>& function_constants() { return fc_table(); }
+
+const KernelEntry* find_kernel(const std::string& name) {
+    for (const auto& k : kernel_table())
+        if (name == k.name) return &k;
+    return nullptr;
+}
+
+void register_kernels(const KernelEntry* e, int n) {
+    kernel_table().insert(kernel_table().end(), e, e + n);
+}
+void register_function_constants(const FunctionConstant* f, int n) {
+    fc_table().insert(fc_table().end(), f, f + n);
+}
+
+void set_function_constant(int index, const void* value, size_t size) {
+    for (const auto& fc : fc_table())
+        if (fc.index == index) {
+            if (size != fc.size)
+                throw Error("function constant " + std::string(fc.name) + " has " +
+                            std::to_string(fc.size) + " bytes, value has " + std::to_string(size));
+            std::memcpy(fc.var, value, size);
+            fc_set().push_back(fc.var);
+            return;
+        }
+    throw Error("no [[function_constant(" + std::to_string(index) + ")]] in this source");
+}
+void clear_function_constants() { fc_set().clear(); }
+
+static thread_local const Dispatch* t_dispatch = nullptr;
+
+const Binding& bound_buffer(int index) {
+    const Dispatch* d = current().group->d;
+    static const Binding none;
+    if (index < 0 || size_t(index) >= d->buffers.size()) return none;
+    return d->buffers[size_t(index)];
+}
+
+void* bound_threadgroup_memory(int index) {
+    auto& v = *current().group->dyn_tg;
+    if (index < 0 || size_t(index) >= v.size()) return nullptr;
+    return v[size_t(index)].data();
+}
+
+void run(const KernelEntry& k, const Dispatch& d_in, const DispatchOptions& opt) {
+    (void)t_dispatch;
+    check_geometry(k, d_in);
+    const uint64_t total = uint64_t(d_in.threadgroups.x) * d_in.threadgroups.y * d_in.threadgroups.z;
+    if (total == 0) return;
+
+    // Buffers between canaries: a write past either end is reported by name.
+    Dispatch d = d_in;
+    std::vector<GuardedBuffer> guarded(d.buffers.size());
+    if (opt.guard_buffers) {
+        for (size_t i = 0; i < d.buffers.size(); ++i) {
+            Binding& b = d.buffers[i];
+            if (!b.ptr) continue;
+            GuardedBuffer& gb = guarded[i];
+            gb.size = b.size;
+            gb.mem = static_cast<unsigned char*>(std::malloc(b.size + 2 * kGuard));
+            if (!gb.mem) throw Error("out of memory for buffer copies");
+            std::memset(gb.mem, kCanary, kGuard);
+            std::memcpy(gb.data(), b.ptr, b.size);
+            std::memset(gb.data() + b.size, kCanary, kGuard);
+#if defined(FGEMU_ASAN)
+            ASAN_POISON_MEMORY_REGION(gb.mem, kGuard);
+            ASAN_POISON_MEMORY_REGION(gb.data() + b.size, kGuard);
+#endif
+            b.ptr = gb.data();
+        }
+    }
+
+    SharedRun run;
+    run.kernel = &k;
+    run.d = &d;
+    run.opt = &opt;
+    run.total_groups = total;
+    int nthreads = opt.os_threads;
+    if (nthreads <= 0) {
+        if (const char* e = std::getenv("FGEMU_THREADS")) nthreads = std::atoi(e);
+        if (nthreads <= 0) nthreads = int(std::max(1u, std::thread::hardware_concurrency()));
+    }
+    nthreads = int(std::min<uint64_t>(uint64_t(nthreads), total));
+    std::vector<std::thread> pool;
+    for (int i = 1; i < nthreads; ++i) pool.emplace_back([&run] { worker(run); });
+    worker(run);
+    for (auto& t : pool) t.join();
+
+    std::string error = run.error;
+    if (opt.guard_buffers) {
+        for (size_t i = 0; i < d.buffers.size(); ++i) {
+            GuardedBuffer& gb = guarded[i];
+            if (!gb.mem) continue;
+#if defined(FGEMU_ASAN)
+            ASAN_UNPOISON_MEMORY_REGION(gb.mem, kGuard);
+            ASAN_UNPOISON_MEMORY_REGION(gb.data() + gb.size, kGuard);
+#endif
+            size_t before = 0, after = 0;
+            for (size_t j = 0; j < kGuard; ++j) {
+                if (gb.mem[j] != kCanary) before = std::max(before, kGuard - j);
+                if (gb.data()[gb.size + j] != kCanary) after = j + 1;
+            }
+            if ((before || after) && error.empty())
+                error = "out-of-bounds write: kernel " + std::string(k.name) + " wrote " +
+                        (after ? std::to_string(after) + " byte(s) past the end"
+                               : std::to_string(before) + " byte(s) before the start") +
+                        " of buffer(" + std::to_string(i) + ") (" + std::to_string(gb.size) +
+                        " bytes)";
+            std::memcpy(d_in.buffers[i].ptr, gb.data(), gb.size);
+            std::free(gb.mem);
+        }
+    }
+    if (!error.empty()) throw Error(error);
+}
+
+}  // namespace fgemu

@@ -1,0 +1,217 @@
+"""The cuda backend: every ladder kernel and both cuBLAS baselines against float64, edge
+shapes, constraints, and device arrays (PyTorch / CuPy) without copies.
+
+GPU tests skip, with the backend's own reason, where no NVIDIA GPU is usable; the build
+and status tests run everywhere the backend was compiled (CI has nvcc but no GPU)."""
+
+import numpy as np
+import pytest
+
+import fastgemm
+from fastgemm import _fastgemm
+from fastgemm.errors import ConstraintError
+
+from conftest import assert_matches, rand, reference
+
+BUILT = bool(getattr(_fastgemm, "built_with_cuda", False))
+pytestmark = pytest.mark.skipif(not BUILT, reason="fastgemm was built without the cuda backend (no nvcc)")
+
+
+def _status():
+    return next(b for b in fastgemm.backends() if b.name == "cuda")
+
+
+def _gpu_reason():
+    s = _status()
+    return None if s.available else f"no usable CUDA GPU: {s.reason}"
+
+
+needs_gpu = pytest.mark.skipif(BUILT and _gpu_reason() is not None, reason=str(BUILT and _gpu_reason()))
+
+KERNELS = {k.name: k for k in fastgemm.kernels("cuda")} if BUILT else {}
+
+
+def _cublas_ok():
+    props = dict(_status().properties)
+    return props.get("cublas", "").startswith("loaded")
+
+
+def _constrained_shape(info, base=(96, 80, 40)):
+    """The smallest shape >= base that satisfies the kernel's multiple_of rules."""
+    dims = dict(zip("MNK", base))
+    for c in info.constraints:
+        text = str(c)
+        for d in "MNK":
+            if text.startswith(f"{d} %"):
+                m = int(text.split("%")[1].split("==")[0])
+                dims[d] = (dims[d] + m - 1) // m * m
+    return dims["M"], dims["N"], dims["K"]
+
+
+def _plain_only(info):
+    return any("trans" in str(c) for c in info.constraints)
+
+
+def test_status_says_why_when_unavailable():
+    s = _status()
+    if s.available:
+        assert s.device, "an available cuda backend names its GPU"
+    else:
+        assert s.reason and ("GPU" in s.reason or "driver" in s.reason or "CUDA" in s.reason)
+
+
+def test_registry_lists_ladder_and_baselines():
+    names = set(KERNELS)
+    for n in ("naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized",
+              "bank_conflict_free", "warptiling", "async_multistage", "tf32_mma_sync", "tf32_wgmma",
+              "fp32x3_wgmma", "cublas", "cublas_tf32"):
+        assert n in names
+    assert KERNELS["cublas"].baseline and KERNELS["cublas_tf32"].baseline
+    assert KERNELS["fp32x3_wgmma"].precision == "fp32x3"
+    assert KERNELS["tf32_wgmma"].precision == "tf32"
+    # tf32 changes the precision contract: never picked by kernel="auto".
+    assert not KERNELS["tf32_wgmma"].auto_candidate and not KERNELS["tf32_mma_sync"].auto_candidate
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kernel_matches_float64(rng, name):
+    info = KERNELS[name]
+    if name.startswith("cublas") and not _cublas_ok():
+        pytest.skip("cuBLAS could not be loaded: " + dict(_status().properties)["cublas"])
+    M, N, K = _constrained_shape(info, (256, 256, 96))
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    C = np.full((M, N), np.nan, dtype=np.float32)  # poisoned: beta = 0 must not read it
+    out = fastgemm.sgemm(A, B, C, kernel=name, backend="cuda")
+    assert out is C
+    assert_matches(C, reference(A, B), info.precision, K, name)
+
+
+ANY_SHAPE = ["naive", "coalesced", "smem_tiling", "tf32_mma_sync", "tf32_wgmma", "fp32x3_wgmma"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ANY_SHAPE)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (17, 33, 65), (129, 257, 95), (255, 131, 67), (7, 300, 3)])
+def test_any_shape_kernels_edge_shapes(rng, name, shape):
+    M, N, K = shape
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    C = np.full((M, N), np.nan, dtype=np.float32)
+    fastgemm.sgemm(A, B, C, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B), KERNELS[name].precision, K, f"{name} {shape}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ANY_SHAPE + ["cublas"])
+@pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
+def test_transposes_alpha_beta(rng, name, ta, tb):
+    if name == "cublas" and not _cublas_ok():
+        pytest.skip("cuBLAS could not be loaded")
+    M, N, K = 131, 97, 75
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B = rand(rng, N, K) if tb else rand(rng, K, N)
+    C0 = rand(rng, M, N)
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=-1.5, beta=0.25, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+    ref = reference(A, B, C0, -1.5, 0.25, ta, tb)
+    assert_matches(C, ref, KERNELS[name].precision, K, name)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", [n for n in KERNELS if KERNELS[n].constraints])
+def test_tiled_kernels_alpha_beta_and_constraints(rng, name):
+    info = KERNELS[name]
+    M, N, K = _constrained_shape(info, (256, 256, 64))
+    A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=0.5, beta=2.0, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 0.5, 2.0), info.precision, K, name)
+    with pytest.raises((ConstraintError, ValueError)):
+        fastgemm.sgemm(rand(rng, M + 1, K), B, kernel=name, backend="cuda")
+
+
+@needs_gpu
+def test_auto_picks_an_fp32_accurate_kernel(rng):
+    A, B = rand(rng, 300, 200), rand(rng, 200, 100)
+    C = fastgemm.sgemm(A, B, backend="cuda")
+    assert_matches(C, reference(A, B), "fp32x3", 200, "auto")
+
+
+@needs_gpu
+def test_fp32x3_at_least_as_accurate_as_cublas(rng):
+    if not _cublas_ok():
+        pytest.skip("cuBLAS could not be loaded")
+    M = N = K = 1024
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    ref = reference(A, B)
+    err = {}
+    for name in ("cublas", "fp32x3_wgmma", "tf32_wgmma"):
+        C = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
+        err[name] = np.linalg.norm(C - ref) / np.linalg.norm(ref)
+    assert err["fp32x3_wgmma"] <= 2 * err["cublas"], err
+    assert err["tf32_wgmma"] > 10 * err["fp32x3_wgmma"], err  # the split does buy accuracy
+
+
+# --- device arrays -----------------------------------------------------------------
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA GPU")
+    return torch
+
+
+@needs_gpu
+@pytest.mark.parametrize("kernel", ["auto", "smem_tiling", "tf32_mma_sync", "cublas"])
+def test_torch_tensors_in_place_no_copy(kernel):
+    torch = _torch()
+    if kernel == "cublas" and not _cublas_ok():
+        pytest.skip("cuBLAS could not be loaded")
+    g = torch.Generator(device="cuda").manual_seed(7)
+    A = torch.rand((129, 65), device="cuda", generator=g) * 2 - 1
+    B = torch.rand((65, 257), device="cuda", generator=g) * 2 - 1
+    C = torch.full((129, 257), float("nan"), device="cuda")
+    ptr = C.data_ptr()
+    out = fastgemm.sgemm(A, B, C, kernel=kernel)
+    assert out is C and C.data_ptr() == ptr
+    ref = A.double() @ B.double()
+    prec = "tf32" if "tf32" in kernel else "fp32x3"
+    assert_matches(C.cpu().numpy(), ref.cpu().numpy(), prec, 65, kernel)
+
+
+@needs_gpu
+def test_torch_new_output_layouts_and_streams():
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(3)
+    A = torch.rand((64, 96), device="cuda", generator=g) * 2 - 1
+    Bt = torch.rand((80, 96), device="cuda", generator=g) * 2 - 1
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        out = fastgemm.sgemm(A, Bt.t())
+    side.synchronize()
+    assert isinstance(out, torch.Tensor) and out.is_cuda and out.shape == (64, 80)
+    ref = A.double() @ Bt.double().t()
+    assert_matches(out.cpu().numpy(), ref.cpu().numpy(), "fp32x3", 96, "torch stream")
+    # Column-major C (a transposed view) is written in place too.
+    Ct = torch.full((80, 64), float("nan"), device="cuda").t()
+    fastgemm.sgemm(A, Bt, Ct, trans_b=True)
+    assert_matches(Ct.cpu().numpy(), ref.cpu().numpy(), "fp32x3", 96, "column-major C")
+
+
+@needs_gpu
+def test_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    rs = cupy.random.RandomState(5)
+    A = rs.uniform(-1, 1, (77, 50)).astype(cupy.float32)
+    B = rs.uniform(-1, 1, (50, 33)).astype(cupy.float32)
+    out = fastgemm.sgemm(A, B)
+    assert isinstance(out, cupy.ndarray)
+    ref = cupy.asnumpy(A).astype(np.float64) @ cupy.asnumpy(B).astype(np.float64)
+    assert_matches(cupy.asnumpy(out), ref, "fp32x3", 50, "cupy")
+
+
+@needs_gpu
+def test_mixed_host_and_device_is_refused():
+    torch = _torch()
+    with pytest.raises(TypeError):
+        fastgemm.sgemm(torch.ones((4, 4), device="cuda"), np.ones((4, 4), np.float32))
