@@ -5,10 +5,18 @@ command on the GPU machine). Every kernel runs on the same random inputs (one na
 Bench per size), is verified against the float64 reference, then timed with CUDA events
 (median of the timed iterations after warm-up). Prints one table per size:
 
-    python benchmarks/cuda_ladder.py [--sizes 4096,8192] [--iters 20] [--json out.json]
+    python benchmarks/cuda_ladder.py [--sizes 4096,8192] [--iters 20] [--rounds 3] [--json out.json]
 
 Ratios are cuBLAS SGEMM time / kernel time (> 1 is faster than cublas), and for tf32
 kernels also against cublas_tf32, from this one run.
+
+Rounds: the whole kernel list is timed --rounds times in turn (cublas, cublas_tf32, the
+rungs, then again from the top), and a kernel's device time is the median of its
+per-round medians. On the H200 a GPU that has been busy for a few seconds runs
+tensor-core kernels up to ~10% slower (power and clocks), so a single pass in ladder
+order timed the baselines cool and the last rungs warm; interleaving puts every
+kernel, baselines included, through the same conditions. The spread column is
+(slowest - fastest round) / median.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -37,6 +46,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="4096", help="comma-separated square sizes")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved passes over the kernel list")
     ap.add_argument("--max-seconds", type=float, default=2.0, help="time cap per kernel (at least 3 iterations)")
     ap.add_argument("--kernels", default="", help="comma-separated subset (default: all)")
     ap.add_argument("--skip-slow", action="store_true", help="skip kernels over their bench FLOP cap")
@@ -60,43 +70,58 @@ def main(argv=None) -> int:
         flops = 2.0 * S ** 3
         bench = _fastgemm.Bench(S, S, S, False, False, 1.0, 0.0, 0x5EED)
         rows, base = [], {}
-        for k in kernels:
-            if not k.accepts(S, S, S):
+        todo = [k for k in kernels if k.accepts(S, S, S) and not (args.skip_slow and flops > k.bench_flops_cap)]
+        runs = {k.name: [] for k in todo}
+        errors = {}
+        for rnd in range(max(1, args.rounds)):
+            for k in todo:
+                if k.name in errors:
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    r = fastgemm.benchmark(k.name, S, backend="cuda", warmup=args.warmup, iters=args.iters,
+                                           max_seconds=args.max_seconds, bench=bench)
+                except Exception as e:  # noqa: BLE001 - report and keep going: one table per run
+                    print(f"  {k.name}: ERROR {type(e).__name__}: {e}", flush=True)
+                    errors[k.name] = str(e)
+                    continue
+                runs[k.name].append((r, time.perf_counter() - t0))
+                print(f"  round {rnd} {k.name:28s} {r.device_median * 1e3:9.3f} ms rel {r.rel_err:.2e} "
+                      f"{'ok' if r.passed else 'FAIL'}", flush=True)
+        for k in todo:
+            if k.name in errors:
+                rows.append(dict(kernel=k.name, error=errors[k.name]))
                 continue
-            if args.skip_slow and flops > k.bench_flops_cap:
-                continue
-            t0 = time.perf_counter()
-            try:
-                r = fastgemm.benchmark(k.name, S, backend="cuda", warmup=args.warmup, iters=args.iters,
-                                       max_seconds=args.max_seconds, bench=bench)
-            except Exception as e:  # noqa: BLE001 - report and keep going: one table per run
-                print(f"  {k.name}: ERROR {type(e).__name__}: {e}", flush=True)
-                rows.append(dict(kernel=k.name, error=str(e)))
-                continue
-            ms = r.device_median * 1e3
+            rs = [r for r, _ in runs[k.name]]
+            meds = sorted(r.device_median * 1e3 for r in rs)
+            ms = statistics.median(meds)
             if k.name in ("cublas", "cublas_tf32"):
                 base[k.name] = ms
             row = dict(kernel=k.name, step=k.ladder_step, precision=k.precision, size=S, device_ms=ms,
-                       host_ms=r.host_median * 1e3, min_ms=r.device_min * 1e3, tflops=flops / ms * 1e-9,
-                       rel_err=r.rel_err, tolerance=r.tolerance, passed=r.passed, iters=len(r.device_times),
-                       wall_s=time.perf_counter() - t0)
-            row["x_cublas"] = base["cublas"] / ms if "cublas" in base else None
-            row["x_cublas_tf32"] = base["cublas_tf32"] / ms if "cublas_tf32" in base else None
+                       host_ms=statistics.median(r.host_median * 1e3 for r in rs),
+                       min_ms=min(r.device_min * 1e3 for r in rs), round_ms=meds,
+                       spread=(meds[-1] - meds[0]) / ms, tflops=flops / ms * 1e-9,
+                       rel_err=max(r.rel_err for r in rs), tolerance=rs[0].tolerance,
+                       passed=all(r.passed for r in rs), iters=sum(len(r.device_times) for r in rs),
+                       wall_s=sum(w for _, w in runs[k.name]))
             rows.append(row)
-            print(f"  {k.name:28s} {ms:9.3f} ms {row['tflops']:8.2f} TFLOP/s rel {r.rel_err:.2e} "
-                  f"{'ok' if r.passed else 'FAIL'}", flush=True)
+        for row in rows:
+            if "error" not in row:
+                row["x_cublas"] = base["cublas"] / row["device_ms"] if "cublas" in base else None
+                row["x_cublas_tf32"] = base["cublas_tf32"] / row["device_ms"] if "cublas_tf32" in base else None
         results.extend(rows)
-        print(f"\n## {S}^3, {status.device} (device time: median of up to {args.iters} CUDA-event timings "
-              f"after {args.warmup} warm-ups; ratios from this run)\n")
-        print("| kernel | step | precision | device ms | host ms | TFLOP/s | rel err | tolerance | verified "
+        print(f"\n## {S}^3, {status.device} (device time: median over {args.rounds} interleaved rounds of the "
+              f"median of up to {args.iters} CUDA-event timings after {args.warmup} warm-ups; ratios from this run)\n")
+        print("| kernel | step | precision | device ms | spread | host ms | TFLOP/s | rel err | tolerance | verified "
               "| x cublas | x cublas_tf32 |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if "error" in r:
-                print(f"| {r['kernel']} | | | | | | | | ERROR: {r['error'][:60]} | | |")
+                print(f"| {r['kernel']} | | | | | | | | | ERROR: {r['error'][:60]} | | |")
                 continue
             xt = f"{r['x_cublas_tf32']:.3f}" if r["x_cublas_tf32"] and r["precision"] == "tf32" else ""
-            print(f"| {r['kernel']} | {r['step']} | {r['precision']} | {r['device_ms']:.3f} | {r['host_ms']:.3f} "
+            print(f"| {r['kernel']} | {r['step']} | {r['precision']} | {r['device_ms']:.3f} | {100 * r['spread']:.1f}% "
+                  f"| {r['host_ms']:.3f} "
                   f"| {r['tflops']:.2f} | {r['rel_err']:.2e} | {r['tolerance']:.1e} "
                   f"| {'yes' if r['passed'] else 'NO'} | {r['x_cublas'] or 0:.3f} | {xt} |")
         print(flush=True)

@@ -9,7 +9,8 @@
 #   scripts/sanitize.sh -- -k sgemm     # extra arguments after -- go to pytest
 #
 # Environment: FASTGEMM_SANITIZE_DIR (default build/sanitize) holds the CMake build and
-# the installed package (a pip --target directory put first on PYTHONPATH).
+# the installed package (a pip --target directory put first on PYTHONPATH);
+# SANITIZE_SKIP_BUILD=1 re-runs the tests on the last build.
 # CPython is not built with ASan, so libasan is preloaded and leak checking is off
 # (the interpreter's own allocations look like leaks at exit).
 set -euo pipefail
@@ -33,6 +34,10 @@ if [[ "$libasan" != /* || ! -e "$libasan" ]]; then
   echo "sanitize.sh: cannot find libasan.so for $compiler (install the compiler's ASan runtime)" >&2
   exit 2
 fi
+# libstdc++ must be loaded when ASan starts, or its __cxa_throw interceptor finds no real
+# __cxa_throw (python itself does not link libstdc++) and the first C++ throw aborts with
+# "CHECK failed: asan_interceptors.cpp ... real___cxa_throw".
+libstdcxx=$("$compiler" -print-file-name=libstdc++.so.6)
 
 # Reuse the build requirements already installed when they are (no network needed),
 # else let pip build in an isolated environment.
@@ -48,9 +53,11 @@ if [[ -f src/emu/CMakeLists.txt ]]; then
   defines+=(-C cmake.define.FASTGEMM_EMU=ON)
 fi
 
-echo "== sanitize: building with ASan+UBSan into $target"
-rm -rf "$target"
-"$PY" -m pip install -q --no-deps "${isolation[@]}" --target "$target" "${defines[@]}" .
+if [[ -z "${SANITIZE_SKIP_BUILD:-}" ]]; then  # SANITIZE_SKIP_BUILD=1: re-test the last build
+  echo "== sanitize: building with ASan+UBSan into $target"
+  rm -rf "$target"
+  "$PY" -m pip install -q --no-deps "${isolation[@]}" --target "$target" "${defines[@]}" .
+fi
 
 tests=(tests/test_sgemm_cpu.py tests/test_cpu_packed.py tests/test_errors.py tests/test_api.py
        tests/test_properties.py tests/test_reliability.py)
@@ -61,7 +68,7 @@ present=()
 for t in "${tests[@]}"; do [[ -f "$t" ]] && present+=("$t"); done
 
 export PYTHONPATH="$PWD/$target${PYTHONPATH:+:$PYTHONPATH}"
-export LD_PRELOAD="$libasan${LD_PRELOAD:+:$LD_PRELOAD}"
+export LD_PRELOAD="$libasan:$libstdcxx${LD_PRELOAD:+:$LD_PRELOAD}"
 # allocator_may_return_null: an absurd allocation must become MemoryError, as without ASan.
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"

@@ -131,6 +131,23 @@ def test_tiled_kernels_alpha_beta_and_constraints(rng, name):
 
 
 @needs_gpu
+@pytest.mark.parametrize("name", ["tf32_wgmma", "fp32x3_wgmma"])
+@pytest.mark.parametrize("M,N,K,ta", [(2100, 2000, 97, False), (2300, 1999, 130, True)])
+def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
+    # More output tiles than an H200 has SMs (132), so blocks of the persistent kernel
+    # run several tiles each through one barrier ring; ragged tiles in m, n and k; with
+    # N = 1999 the rows of C are not 16-byte aligned and the epilogue stores scalars.
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B, C0 = rand(rng, K, N), rand(rng, M, N)
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=0.75, beta=-0.5, trans_a=ta, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 0.75, -0.5, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+    C = np.full((M, N), np.nan, dtype=np.float32)  # beta = 0 must not read C
+    fastgemm.sgemm(A, B, C, trans_a=ta, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, None, 1.0, 0.0, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+
+
+@needs_gpu
 def test_auto_picks_an_fp32_accurate_kernel(rng):
     A, B = rand(rng, 300, 200), rand(rng, 200, 100)
     C = fastgemm.sgemm(A, B, backend="cuda")

@@ -39,6 +39,21 @@ def test_prefixed_units_are_converted_and_launches_averaged():
     assert m.bandwidth_gbs == pytest.approx(m.bytes / m.gpu_time_s / 1e9)
 
 
+def test_short_names_drop_return_type_namespace_and_template():
+    launch = profile.NcuLaunch(0, "1", "void ns::wgmma_gemm_kernel<Cfg<128, 1>>(CUtensorMap_st, GemmArgs)")
+    assert launch.short_name == "wgmma_gemm_kernel"
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parent.parent / "benchmarks" / "ncu").glob("*.csv")),
+                         ids=lambda p: p.name)
+def test_saved_h200_profiles_parse(path):
+    launches = profile.parse_ncu_csv(path.read_text())
+    assert launches, path
+    for launch in launches:
+        assert launch.metrics["dram__bytes_read.sum"] > 0 and launch.metrics["gpu__time_duration.sum"] > 0
+        assert " " not in launch.short_name
+
+
 def test_bad_input_is_an_error():
     with pytest.raises(FastgemmError, match="header"):
         profile.parse_ncu_csv("==PROF== nothing here\n")

@@ -52,6 +52,9 @@ rng = np.random.default_rng(int(sys.argv[1]))
 cases = int(sys.argv[2])
 backends = [b.name for b in fastgemm.backends()]
 kernels = [(k.backend, k.name) for b in backends for k in fastgemm.kernels(b)]
+# -ffast-math rungs waive IEEE NaN/Inf semantics (docs/reliability.md): checked on finite data only.
+fast_math = {k.name for b in backends for k in fastgemm.kernels(b)
+             if "-ffast-math" in k.flags and "no -ffast-math" not in k.flags}
 ALLOWED = (errors.FastgemmError, TypeError, ValueError, MemoryError, OverflowError)
 
 def f32(shape):
@@ -89,17 +92,18 @@ def junk():
     return choices[rng.integers(0, len(choices))]()
 
 def flag():
-    return [False, True, False, True, 0, 1, "N", "T", None, 2, np.bool_(True)][rng.integers(0, 11)]
+    if rng.random() < 0.9:
+        return [False, True, 0, 1, np.bool_(True)][rng.integers(0, 5)]
+    return ["N", "T", None, 2][rng.integers(0, 4)]
 
 def scalar():
     return [0.0, 1.0, -1.0, 2.5, 0, 1, np.float32(0.5), float("nan"), float("inf"), True, "2", 1j,
             10**400, None, np.float64(-3.0)][rng.integers(0, 15)]
 
 def name(kind):
-    if kind == "kernel":
-        pool = [k for _, k in kernels] + ["auto", "", "nope", None, 7]
-    else:
-        pool = backends + ["auto", "", "tpu", None, 7]
+    if rng.random() < 0.1:
+        return ["", "nope", None, 7, "CPU"][rng.integers(0, 5)]
+    pool = [k for _, k in kernels] + ["auto"] if kind == "kernel" else backends + ["auto"]
     return pool[rng.integers(0, len(pool))]
 
 def ieee_reference(a, b, c, alpha, beta, ta, tb):
@@ -130,8 +134,8 @@ for case in range(cases):
     elif roll < 0.3: B = junk()
     elif roll < 0.45: C = junk()
     elif roll < 0.55: A, B = B, A  # mismatched inner dimensions, mostly
-    alpha = scalar() if rng.random() < 0.3 else float(rng.choice([0.0, 1.0, -1.0, 0.75]))
-    beta = scalar() if rng.random() < 0.3 else float(rng.choice([0.0, 1.0, -0.5]))
+    alpha = scalar() if rng.random() < 0.15 else float(rng.choice([0.0, 1.0, -1.0, 0.75]))
+    beta = scalar() if rng.random() < 0.15 else float(rng.choice([0.0, 1.0, -0.5]))
     kernel = name("kernel") if rng.random() < 0.6 else "auto"
     backend = name("backend") if rng.random() < 0.4 else "cpu"
     desc = dict(case=case, A=getattr(A, "shape", type(A).__name__), B=getattr(B, "shape", type(B).__name__),
@@ -150,6 +154,14 @@ for case in range(cases):
         print("UNEXPECTED", type(e).__name__, e, flush=True); sys.exit(2)
     # It ran: the result must be right (reference BLAS semantics, loose tolerance).
     a0, b0, c0 = snapshot
+    if kernel in fast_math and not np.isfinite([float(alpha), float(beta)]).all():
+        continue
+    if not np.isfinite(float(alpha)) and np.size(out) and np.asarray(a0).size:
+        # alpha = Inf or NaN: which outputs are NaN and which Inf depends on where alpha is
+        # applied (alpha * sum, or sum of alpha * a * b as reference BLAS does); none is finite.
+        if np.isfinite(np.asarray(out)).any():
+            print("WRONG finite output with alpha", alpha, json.dumps(desc), flush=True); sys.exit(4)
+        continue
     ref = ieee_reference(np.asarray(a0), np.asarray(b0), np.asarray(c0) if c0 is not None else None,
                          float(alpha), float(beta), bool(ta), bool(tb))
     got = np.asarray(out, dtype=np.float64)

@@ -72,8 +72,8 @@ class NcuLaunch:
     @property
     def short_name(self) -> str:
         """The function name without its parameter list (and template arguments)."""
-        name = self.kernel_name.split("(")[0].strip()
-        return re.sub(r"<.*>", "", name).split("::")[-1] or self.kernel_name
+        name = re.sub(r"<.*>", "", self.kernel_name.split("(")[0]).strip()  # "void ns::k<T>(...)" -> "void ns::k"
+        return name.split()[-1].split("::")[-1] if name else self.kernel_name
 
 
 def _number(text: str) -> Optional[float]:

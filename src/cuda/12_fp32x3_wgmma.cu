@@ -6,14 +6,15 @@
 // registers as its fragment is loaded (see wgmma_gemm.cuh). Three wgmmas per k8 step.
 // Each k-tile's products are accumulated on the tensor cores and then added into FP32
 // registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
-// accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Any shape.
+// accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Persistent, with the
+// shared-memory staged epilogue of wgmma_persistent.cuh. Any shape.
 #include "cuda/wgmma_launch.cuh"
 
 namespace fastgemm {
 namespace cuda {
 
 void launch_fp32x3_wgmma(const GemmArgs& p, cudaStream_t stream, Workspace& ws) {
-    launch_wgmma_gemm<WgmmaConfig<128, true>>(p, stream, ws, "fp32x3_wgmma");
+    launch_wgmma_persistent<WgmmaPersistentConfig<128, true, true>>(p, stream, ws, "fp32x3_wgmma");
 }
 
 }  // namespace cuda

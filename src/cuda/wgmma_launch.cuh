@@ -8,15 +8,19 @@
 #include "cuda/operand_prep.cuh"
 #include "cuda/tma_map.hpp"
 #include "cuda/wgmma_gemm.cuh"
+#include "cuda/wgmma_persistent.cuh"
 
 namespace fastgemm {
 namespace cuda {
 
+// The three tensor maps a wgmma kernel reads (A, A's small part for fp32x3, B), after
+// whatever preparation the operands need.
+struct WgmmaMaps {
+    CUtensorMap a, a_small, b;
+};
+
 template <class Cfg>
-void launch_wgmma_gemm(const GemmArgs& p, cudaStream_t stream, Workspace& ws, const char* name) {
-    if (!device_is_sm90())
-        throw ConstraintError(std::string(name) + " needs an sm_90 GPU (Hopper): it uses wgmma and TMA");
-    if (p.M == 0 || p.N == 0) return;
+WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspace& ws) {
     // A: K-major rows for TMA. fp32x3 always splits it (packing on the way); tf32 packs
     // only when A is transposed or its rows are not 16-byte aligned.
     const float* a = p.A;
@@ -44,14 +48,43 @@ void launch_wgmma_gemm(const GemmArgs& p, cudaStream_t stream, Workspace& ws, co
         prepare_operand(p.B, p.ldb, p.trans_b, p.K, p.N, packed, nullptr, ldb, PrepMode::copy, stream);
         b = packed;
     }
-    const CUtensorMap map_a = make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK);
-    const CUtensorMap map_a_small = make_tma_map_2d(a_small, p.M, p.K, lda, Cfg::BM, Cfg::BK);
-    const CUtensorMap map_b = make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32);
+    return {make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK), make_tma_map_2d(a_small, p.M, p.K, lda, Cfg::BM, Cfg::BK),
+            make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32)};
+}
 
+inline void require_sm90(const char* name) {
+    if (!device_is_sm90())
+        throw ConstraintError(std::string(name) + " needs an sm_90 GPU (Hopper): it uses wgmma and TMA");
+}
+
+// One block per output tile.
+template <class Cfg>
+void launch_wgmma_gemm(const GemmArgs& p, cudaStream_t stream, Workspace& ws, const char* name) {
+    require_sm90(name);
+    if (p.M == 0 || p.N == 0) return;
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
     auto kernel = wgmma_gemm_kernel<Cfg>;
     FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
     const unsigned blocks = unsigned(ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN));
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_a, map_a_small, map_b, p);
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+}
+
+// Persistent: one block per SM (fewer when there are fewer tiles), each walking its
+// share of the tiles (wgmma_persistent.cuh).
+template <class Cfg>
+void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& ws, const char* name) {
+    require_sm90(name);
+    if (p.M == 0 || p.N == 0) return;
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
+    auto kernel = wgmma_persistent_kernel<Cfg>;
+    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    int dev = 0, sms = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t tiles = ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN);
+    const unsigned blocks = unsigned(tiles < sms ? tiles : sms);
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p);
     FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 

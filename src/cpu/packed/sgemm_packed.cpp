@@ -28,9 +28,13 @@ double split_efficiency(int64_t panels, int threads) {
     return double(panels) / double(threads * ceil_div(panels, threads));
 }
 
-// Problems below this many FLOPs run on one thread: waking the pool costs more than
-// the second core gives back (measured: 2 threads lose below ~128^3 here).
-constexpr double kMinFlopsPerExtraThread = 2.0e6;
+// Each thread beyond the first needs this many FLOPs, or waking it costs more than it
+// gives back. The pool's workers sleep between regions; waking one costs 25-50 us on
+// the 2-core Zen 4 VM this was tuned on (~4e6 FLOPs at 100 GFLOP/s), so 128^3 runs on
+// one thread. (With workers that spin briefly before sleeping, 2e6 would do.)
+constexpr double kMinFlopsPerExtraThread = 8.0e6;
+// Below this many FLOPs (~ 400^3) one parallel region per call beats sharing packed B.
+constexpr double kSmallProblemFlops = 1.3e8;
 
 // C = beta * C over M x N (alpha == 0 or K == 0: op(A) op(B) contributes nothing,
 // and BLAS reads neither A nor B). beta == 0 writes zeros without reading C.
@@ -145,9 +149,14 @@ PackedPlan plan_packed(const Problem& p, const PackedConfig& cfg) {
     const int64_t row_panels = ceil_div(M, mr), col_panels = ceil_div(N, nr);
     threads = int(std::min<int64_t>(threads, std::max(row_panels, col_panels)));
     plan.threads = threads;
-    plan.split_columns =
-        threads > 1 && split_efficiency(col_panels, threads) > split_efficiency(row_panels, threads);
-    if (const char* e = std::getenv("FASTGEMM_CPU_SPLIT_DEBUG")) plan.split_columns = threads > 1 && e[0] == 'c';
+    // Rows by default: the B block is packed once for all threads. Columns when that
+    // balances the work clearly better, or when the problem is so small that the
+    // second parallel region per block (B packing, then compute) costs more than
+    // packing A once per thread.
+    const double eff_rows = split_efficiency(row_panels, threads);
+    const double eff_cols = split_efficiency(col_panels, threads);
+    plan.split_columns = threads > 1 && (eff_cols > eff_rows + 0.02 ||
+                                         (p.flops() < kSmallProblemFlops && eff_cols >= eff_rows));
 
     // Rows and columns one thread's loops cover.
     const int64_t m_range = plan.split_columns ? M : ceil_div(row_panels, threads) * mr;

@@ -1,0 +1,273 @@
+// Persistent form of the Hopper tensor-core GEMM behind rungs 11 (tf32_wgmma) and 12
+// (fp32x3_wgmma). The per-tile work (roles, layouts, fp32x3 split, fragment mapping) is
+// that of wgmma_gemm.cuh; what changes is the life of a block:
+//
+// - Grid = one block per SM (at most one per tile). Block b takes tiles b, b + grid,
+//   b + 2 grid, ... of the grouped rasterisation (raster.cuh), so the blocks resident
+//   at one time still share rows of A and columns of B in L2.
+// - The producer thread walks the k-tiles of all its block's tiles through one
+//   mbarrier ring, so while the consumers run a tile's epilogue the ring is already
+//   filling with the next tile's operands: no per-tile launch, barrier set-up or
+//   pipeline fill is exposed. A global k-tile counter gives each load its stage and
+//   phase.
+// - Epilogue (Staged = true): each consumer warpgroup writes its 64 (n) x BM (m) part of
+//   C through shared memory, 32 rows of m at a time, into one of two 8 KB buffers, and
+//   reads it back as float4 rows of C: coalesced 16-byte stores (full 256-byte row
+//   segments per half-warp) instead of 4-byte stores to 8 rows per instruction. The
+//   buffer is swizzled in 16-byte chunks (chunk ^= (row >> 1) & 3) so that both the
+//   fragment writes and the float4 reads are free of bank conflicts. C rows that are
+//   not 16-byte aligned, and the ragged right edge, fall back to scalar stores.
+//   Staged = false keeps the direct per-element stores of wgmma_gemm.cuh.
+//
+// Any M, N, K (K = 0 included: C = beta * C); needs 16-byte aligned A and B rows (the
+// launcher packs an operand that is not, or is transposed).
+#pragma once
+
+#include "cuda/hopper.cuh"
+#include "cuda/raster.cuh"
+#include "cuda/wgmma_gemm.cuh"
+
+namespace fastgemm {
+namespace cuda {
+
+template <int BM_, bool X3_, bool Staged_>
+struct WgmmaPersistentConfig {
+    static constexpr int BM = BM_, BN = 128, BK = 32;
+    static constexpr bool X3 = X3_, Staged = Staged_;
+    static constexpr int kThreads = 384;
+    static constexpr int A_BYTES = BM * BK * 4;
+    static constexpr int B_BOX_BYTES = 32 * BK * 4;  // one 32 (n) x 32 (k) box
+    static constexpr int B_BYTES = BK * BN * 4;
+    static constexpr int STAGE_BYTES = (X3 ? 2 : 1) * A_BYTES + B_BYTES;
+    static constexpr int EPI_ROWS = 32;                       // m rows per staged chunk
+    static constexpr int EPI_BUF_BYTES = EPI_ROWS * 64 * 4;   // 32 (m) x 64 (n) floats
+    static constexpr int EPI_BYTES = Staged ? 2 * 2 * EPI_BUF_BYTES : 0;  // 2 consumers x 2 buffers
+    static constexpr int STAGES_FIT = (225 * 1024 - EPI_BYTES) / STAGE_BYTES;
+    static constexpr int STAGES = STAGES_FIT > 6 ? 6 : STAGES_FIT;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8;
+    static constexpr int ACC = BM / 2;  // accumulator registers per consumer thread
+    static constexpr int GROUP = 8;     // tile-rows per rasterisation group
+    static_assert(STAGES >= 2, "need at least two stages");
+    static_assert(SMEM_BYTES <= 227 * 1024, "over the sm_90 shared-memory limit per block");
+};
+
+// Barrier among the 128 threads of one consumer warpgroup (ids 1 and 2; 0 is
+// __syncthreads).
+__device__ __forceinline__ void consumer_bar(int consumer) {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
+}
+
+__device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const float* c) {
+    return p.beta == 0.0f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
+                            const __grid_constant__ CUtensorMap map_b, GemmArgs p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    float* epi = reinterpret_cast<float*>(smem + STAGES * Cfg::STAGE_BYTES);
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * Cfg::STAGE_BYTES + Cfg::EPI_BYTES);
+    uint64_t* empty = full + STAGES;
+
+    const int tiles_m = int(ceil_div(p.M, BM)), tiles_n = int(ceil_div(p.N, BN));
+    const int tiles = tiles_m * tiles_n;
+    const int KT = int(ceil_div(p.K, BK));
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], 8);  // one arrival per consumer warp
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    const int wg = threadIdx.x / 128;
+    if (wg == 0) {
+        // Producer: one thread keeps the ring full across all of this block's tiles.
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            int it = 0;  // k-tiles issued by this block so far
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                int tm, tn;
+                grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+                const int m0 = tm * BM, n0 = tn * BN;
+                for (int kt = 0; kt < KT; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
+                    uint8_t* st = smem + s * Cfg::STAGE_BYTES;
+                    mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
+                    tma_load_2d(st, &map_a, kt * BK, m0, &full[s]);
+                    if (Cfg::X3) tma_load_2d(st + Cfg::A_BYTES, &map_a_small, kt * BK, m0, &full[s]);
+                    uint8_t* bt = st + (Cfg::X3 ? 2 : 1) * Cfg::A_BYTES;
+#pragma unroll
+                    for (int j = 0; j < BN / 32; ++j)
+                        tma_load_2d(bt + j * Cfg::B_BOX_BYTES, &map_b, n0 + 32 * j, kt * BK, &full[s]);
+                }
+            }
+        }
+        return;
+    }
+
+    setmaxnreg_inc<232>();
+    const int c = wg - 1;  // consumer index: n rows [64c, 64c + 64) of the tile
+    const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+
+    // Byte offset in the B tile of this thread's fragment element (row half h, k half q)
+    // at k8 step 0; step kk adds kk * 8 rows of 128 bytes (see wgmma_gemm.cuh).
+    uint32_t frag_off[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int box = 2 * c + (warp >> 1);
+            const int chunk = 2 * (warp & 1) + 4 * (g >> 2) + h;
+            const int k = t + 4 * q;
+            frag_off[h][q] = box * Cfg::B_BOX_BYTES + k * 128 + ((chunk ^ k) * 16) + (g & 3) * 4;
+        }
+    // This thread's n (within the consumer's 64) for fragment row half e2.
+    const int n_frag = 32 * (warp >> 1) + 8 * (warp & 1) + 16 * (g >> 2) + (g & 3);
+
+    float d[Cfg::ACC];                 // the result (FP32 registers)
+    float dt[Cfg::X3 ? Cfg::ACC : 1];  // one k-tile's products (fp32x3)
+
+    constexpr int KK = BK / 8;
+    uint32_t fb[2][KK][4];                // TF32 fragments of B (big part for fp32x3), double-buffered
+    uint32_t fs[2][Cfg::X3 ? KK : 1][4];  // small part (fp32x3)
+
+    auto load_fragments = [&](auto parity, int it) {
+        constexpr int P = decltype(parity)::value;
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const uint8_t* bt = smem + s * Cfg::STAGE_BYTES + (Cfg::X3 ? 2 : 1) * Cfg::A_BYTES;
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const float v = *reinterpret_cast<const float*>(bt + frag_off[r & 1][r >> 1] + kk * 1024);
+                fb[P][kk][r] = to_tf32(v);
+                if (Cfg::X3) fs[P][kk][r] = to_tf32(v - __uint_as_float(fb[P][kk][r]));
+            }
+    };
+
+    // One k-tile (global index it); loads the next one's fragments while the wgmmas run
+    // unless this is the tile's last k-tile.
+    auto tile_step = [&](auto parity, int it, bool more) {
+        constexpr int P = decltype(parity)::value;
+        const int s = it % STAGES;
+        const uint32_t a_addr = smem_addr(smem + s * Cfg::STAGE_BYTES);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk) {
+            const uint64_t desc = desc_kmajor_sw128(a_addr + kk * 32);
+            if constexpr (Cfg::X3) {
+                const uint64_t desc_small = desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32);
+                wgmma_rs(dt, fs[P][kk], desc, kk == 0 ? 0u : 1u);  // kk == 0 restarts dt
+                wgmma_rs(dt, fb[P][kk], desc_small, 1u);
+                wgmma_rs(dt, fb[P][kk], desc, 1u);
+            } else {
+                wgmma_rs(d, fb[P][kk], desc, 1u);
+            }
+        }
+        wgmma_commit();
+        if (more) load_fragments(Parity<P ^ 1>{}, it + 1);  // overlaps the wgmmas
+        wgmma_wait<0>();
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                fence_operand(fb[P][kk][r]);
+                if (Cfg::X3) fence_operand(fs[P][kk][r]);
+            }
+        if (lane == 0) mbar_arrive(&empty[s]);
+        if constexpr (Cfg::X3) {
+#pragma unroll
+            for (int i = 0; i < Cfg::ACC; ++i) {
+                fence_operand(dt[i]);
+                d[i] += dt[i];
+            }
+        }
+    };
+
+    const bool c_vec = p.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
+    int it0 = 0;  // global index of this tile's first k-tile
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, it0 += KT) {
+        int tm, tn;
+        grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+        const int64_t m0 = int64_t(tm) * BM, n0 = int64_t(tn) * BN;
+
+#pragma unroll
+        for (int i = 0; i < Cfg::ACC; ++i) d[i] = 0.0f;
+        if (KT > 0) load_fragments(Parity<0>{}, it0);
+        for (int kt = 0; kt < KT; kt += 2) {
+            tile_step(Parity<0>{}, it0 + kt, kt + 1 < KT);
+            if (kt + 1 < KT) tile_step(Parity<1>{}, it0 + kt + 1, kt + 2 < KT);
+        }
+#pragma unroll
+        for (int i = 0; i < Cfg::ACC; ++i) fence_operand(d[i]);
+
+        // d[4j + 2e2 + e1] is C(m0 + 8j + 2t + e1, n0 + 64c + n_frag + 4e2).
+        if constexpr (Cfg::Staged) {
+            constexpr int CHUNKS = BM / Cfg::EPI_ROWS, JPC = Cfg::EPI_ROWS / 8;
+            const int tid = threadIdx.x % 128;
+#pragma unroll
+            for (int ch = 0; ch < CHUNKS; ++ch) {
+                float* buf = epi + (2 * c + (ch & 1)) * (Cfg::EPI_ROWS * 64);
+                // Fragment -> buffer (row r = m within the chunk, 16-byte chunk of n swizzled).
+#pragma unroll
+                for (int jj = 0; jj < JPC; ++jj)
+#pragma unroll
+                    for (int e1 = 0; e1 < 2; ++e1)
+#pragma unroll
+                        for (int e2 = 0; e2 < 2; ++e2) {
+                            const int r = 8 * jj + 2 * t + e1;
+                            const int n = n_frag + 4 * e2;
+                            const int q = (n >> 2) ^ ((r >> 1) & 3);
+                            buf[r * 64 + q * 4 + (n & 3)] = d[4 * (JPC * ch + jj) + 2 * e2 + e1];
+                        }
+                consumer_bar(c);
+                // Buffer -> C: 16 threads per 64-float row, 8 rows per pass.
+#pragma unroll
+                for (int pass = 0; pass < Cfg::EPI_ROWS / 8; ++pass) {
+                    const int r = 8 * pass + tid / 16, q = tid % 16;
+                    const float4 v = *reinterpret_cast<const float4*>(buf + r * 64 + ((q ^ ((r >> 1) & 3)) * 4));
+                    const int64_t m = m0 + Cfg::EPI_ROWS * ch + r, n = n0 + 64 * c + 4 * q;
+                    if (m >= p.M) continue;
+                    float* crow = p.C + m * p.ldc;
+                    if (c_vec && n + 4 <= p.N) {
+                        store_c4(p, m, n, v);
+                    } else {
+                        const float vv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            if (n + e < p.N) crow[n + e] = scale_c(p, vv[e], crow + n + e);
+                    }
+                }
+                // The next chunk writes the other buffer; the one after this one's
+                // writers pass the next chunk's barrier only after these reads.
+            }
+        } else {
+#pragma unroll
+            for (int e2 = 0; e2 < 2; ++e2) {
+                const int64_t n = n0 + 64 * c + n_frag + 4 * e2;
+                if (n >= p.N) continue;
+#pragma unroll
+                for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+                    for (int e1 = 0; e1 < 2; ++e1) {
+                        const int64_t m = m0 + 8 * j + 2 * t + e1;
+                        if (m < p.M) store_c(p, m, n, d[4 * j + 2 * e2 + e1]);
+                    }
+            }
+        }
+    }
+#endif
+}
+
+}  // namespace cuda
+}  // namespace fastgemm
