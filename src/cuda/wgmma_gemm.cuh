@@ -1,4 +1,8 @@
-// The Hopper tensor-core GEMM behind rungs 11 (tf32_wgmma) and 12 (fp32x3_wgmma).
+// The Hopper tensor-core GEMM behind rungs 11 (tf32_wgmma) and 12 (fp32x3_wgmma): the
+// per-tile design, in its first form (one block per output tile, C stored straight from
+// the accumulators). The rungs now run wgmma_persistent.cuh, which keeps this tile's
+// roles, layouts and fragment mapping and reuses wgmma_rs / Parity from here; this
+// kernel stays as the reference the persistent one was measured against.
 //
 // Roles are swapped so that both operands are read in the layout they are stored in:
 // wgmma computes D = Aw * Bw with Aw = B^T (n x k, from registers) and Bw = A^T

@@ -1,6 +1,9 @@
 // Host half of the wgmma rungs: prepares operands the TMA cannot read as stored
 // (transposed, unaligned rows) or that fp32x3 needs split, builds the tensor maps and
-// launches wgmma_gemm_kernel. Included by 11_tf32_wgmma.cu and 12_fp32x3_wgmma.cu.
+// launches the kernel. Included by 11_tf32_wgmma.cu and 12_fp32x3_wgmma.cu, which
+// launch the persistent kernel (wgmma_persistent.cuh); launch_wgmma_gemm (one block
+// per tile, wgmma_gemm.cuh) is the earlier form, kept so the two can be timed side by
+// side (scratch drivers); the package instantiates only the persistent one.
 #pragma once
 
 #include "cuda/cuda_check.hpp"
