@@ -366,6 +366,18 @@ def _resolve_backend_for(kernel: str, backend: Optional[str]) -> str:
     return owners[0]
 
 
+def settle_after_baseline(backend: str) -> None:
+    """Lets a CPU BLAS's worker threads go idle before the next kernel is timed.
+
+    OpenBLAS's workers keep spinning for about 0.1 s after a call; on a machine with few
+    cores they would take a core from whatever is timed next and halve its numbers.
+    """
+    if backend == "cpu" and _fastgemm.get_num_threads() > 1:
+        import time
+
+        time.sleep(0.3)
+
+
 def default_baseline(backend: str) -> Optional[str]:
     """The first baseline kernel of a backend (openblas, accelerate, mps, cublas...)."""
     for k in _fastgemm.kernels(backend):
@@ -406,6 +418,7 @@ def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, ve
         b = bench.run(be, baseline, warmup, iters, verify, max_seconds)
         base_result = BenchResult.from_native(b, _fastgemm.kernel_info(be, b.kernel).precision)
         base_out = bench.output()
+        settle_after_baseline(be)
     r = bench.run(be, kernel, warmup, iters, verify, max_seconds)
     result = BenchResult.from_native(r, _fastgemm.kernel_info(be, r.kernel).precision)
     if base_result is not None:

@@ -112,6 +112,7 @@ def run_ladder(backend, shape, kernels, baseline, args, notes, progress_label=No
         base = api.BenchResult.from_native(b, _fastgemm.kernel_info(backend, baseline).precision)
         base_out = bench.output()
         results.append(base)
+        api.settle_after_baseline(backend)
     rejected = []
     for info in _progress(kernels, progress_label or f"{backend} {M}x{N}x{K}"):
         if not info.accepts(M, N, K):
@@ -280,19 +281,32 @@ def cmd_roofline(args) -> int:
     print()
     print(f"{'kernel':<26} {'GFLOP/s':>10} {'FLOP/byte':>10} {'MB (model)':>11} {'roof':>10} {'% of roof':>9} "
           f"{'bound':>8}")
-    points = []
+    points, baselines, matrix_unit = [], [], []
     for r in results:
-        model = roofline.no_cache_intensity(infos[r.kernel], M, N, K)
+        info = infos[r.kernel]
+        if info.baseline:
+            # A vendor kernel's tiles are unknown: no model intensity, a reference line instead.
+            print(f"{r.kernel:<26} {r.gflops:10.2f} {'-':>10} {'-':>11} {'-':>10} {'-':>9} {'vendor':>8}")
+            baselines.append((r.kernel, r.gflops))
+            continue
+        model = roofline.no_cache_intensity(info, M, N, K)
         x = model.flop_per_byte
+        points.append((r.kernel, x, r.gflops))
+        if info.precision != "fp32":
+            # Matrix units with relaxed inputs: the FP32 FFMA roof does not bound them.
+            matrix_unit.append(r.kernel)
+            print(f"{r.kernel:<26} {r.gflops:10.2f} {x:10.3f} {model.bytes / 1e6:11.1f} {'-':>10} {'-':>9} "
+                  f"{'matrix':>8}")
+            continue
         top = roofline.roof(c, x)
         bound = "memory" if x < roofline.ridge(c) else "compute"
         print(f"{r.kernel:<26} {r.gflops:10.2f} {x:10.3f} {model.bytes / 1e6:11.1f} {top:10.1f} "
               f"{100 * r.gflops / top:8.1f}% {bound:>8}")
-        points.append((r.kernel, x, r.gflops))
     if skipped:
         print(f"note: skipped above their size cap: {', '.join(skipped)} (--all runs them)")
     print("note: FLOP/byte is the no-cache model (every tile load reaches memory); points above their "
-          "roof show cache reuse the model does not count")
+          "roof show cache reuse the model does not count; 'matrix' rungs run on matrix units with "
+          "relaxed (tf32) inputs, above the FP32 roof by design")
     measured = []
     for path in args.measured or []:
         from . import profile
@@ -300,7 +314,8 @@ def cmd_roofline(args) -> int:
         for rec in profile.load_measurements(path):
             measured.append((rec["kernel"], rec["flop_per_byte"], rec["gflops"]))
     if args.plot:
-        roofline.plot_roofline(args.plot, c, points, measured_points=measured,
+        roofline.plot_roofline(args.plot, c, points, measured_points=measured, baselines=baselines,
+                               matrix_unit=matrix_unit,
                                title=f"fastgemm roofline, {backend}, {M}x{N}x{K}, "
                                      f"{ {b.name: b for b in _fastgemm.backends()}[backend].device}")
         print(f"chart written to {args.plot}")
@@ -458,3 +473,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("fastgemm: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `fastgemm info | head`: the reader left, nothing to report
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -81,42 +81,77 @@ def ridge(ceilings) -> float:
     return ceilings.peak_gflops / ceilings.bandwidth_gbs
 
 
-def plot_roofline(path, ceilings, points, *, title: str, measured_points=()) -> None:
+def _number_points(ax, items):
+    """Labels each point with its number; crowded numbers are nudged apart."""
+    placed = []  # label positions in axes fractions
+    trans = ax.transData + ax.transAxes.inverted()
+    for number, (x, y) in items:
+        fx, fy = trans.transform((x, y))
+        dx, dy = 0.008, 0.006
+        while any(abs(fx + dx - px) < 0.022 and abs(fy + dy - py) < 0.022 for px, py in placed):
+            dx += 0.022
+        placed.append((fx + dx, fy + dy))
+        ax.text(fx + dx, fy + dy, str(number), transform=ax.transAxes, fontsize=7)
+
+
+def plot_roofline(path, ceilings, points, *, title: str, measured_points=(), baselines=(),
+                  matrix_unit=()) -> None:
     """Log-log roofline chart.
 
-    points: (label, flop_per_byte, gflops) from the no-cache model; measured_points:
-    the same from profiler-measured bytes, drawn hollow and joined to their model point.
+    points: (label, flop_per_byte, gflops) from the no-cache model; measured_points: the
+    same from profiler-measured bytes, drawn hollow and joined to their model point;
+    baselines: (label, gflops) of vendor kernels, whose tiles the model cannot know,
+    drawn as horizontal lines; matrix_unit: labels of kernels on matrix units (tf32,
+    fp32x3), which the FP32 roof does not bound, drawn as triangles.
     """
     from .plots import pyplot
 
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
+    fig = plt.figure(figsize=(12.5, 6.5), dpi=120)
+    ax = fig.add_axes([0.07, 0.09, 0.62, 0.84])
     xs = [p[1] for p in points] + [p[1] for p in measured_points]
     lo = min(xs + [ridge(ceilings)]) / 4
     hi = max(xs + [ridge(ceilings)]) * 4
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    ax.plot(grid, [roof(ceilings, x) for x in grid], color="black", lw=2, label="roof")
-    ax.axhline(ceilings.peak_gflops, color="gray", ls=":", lw=1)
-    ax.text(hi, ceilings.peak_gflops * 1.05, f"peak {ceilings.peak_gflops:,.0f} GFLOP/s (measured)",
+    ax.plot(grid, [roof(ceilings, x) for x in grid], color="black", lw=2, label="roof (measured)")
+    ax.text(hi, ceilings.peak_gflops * 1.05, f"FP32 peak {ceilings.peak_gflops:,.0f} GFLOP/s (probe)",
             ha="right", va="bottom", fontsize=9)
-    ax.text(lo * 1.1, roof(ceilings, lo * 1.1) * 1.3, f"{ceilings.bandwidth_gbs:,.0f} GB/s (measured)",
+    ax.text(lo * 1.1, roof(ceilings, lo * 1.1) * 1.3, f"{ceilings.bandwidth_gbs:,.0f} GB/s (probe)",
             fontsize=9, rotation=25)
+    for label, gflops in baselines:
+        ax.axhline(gflops, color="#c44e52", ls="--", lw=1)
+        ax.text(lo * 1.1, gflops * 1.04, f"{label} {gflops:,.0f} GFLOP/s", color="#c44e52", fontsize=8)
     cmap = plt.get_cmap("viridis")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ys = [p[2] for p in points] + [p[2] for p in measured_points] + [b[1] for b in baselines]
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min(ys + [roof(ceilings, lo)]) / 2, max(ys + [ceilings.peak_gflops]) * 2)
+    key = []
     for i, (label, x, y) in enumerate(points):
-        ax.scatter([x], [y], color=cmap(i / max(1, len(points) - 1)), s=40, zorder=3)
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
+        marker = "^" if label in matrix_unit else "o"
+        ax.scatter([x], [y], color=cmap(i / max(1, len(points) - 1)), s=40, zorder=3, marker=marker)
+        key.append(f"{i + 1:>2}  {label}  {y:,.0f}")
+    _number_points(ax, [(i + 1, (x, y)) for i, (_, x, y) in enumerate(points)])
+    fig.text(0.71, 0.93, "kernel  GFLOP/s", fontsize=8, family="monospace", va="top", weight="bold")
+    fig.text(0.71, 0.90, "\n".join(key), fontsize=7.5, family="monospace", va="top")
     by_label = {p[0]: p for p in points}
     for label, x, y in measured_points:
         ax.scatter([x], [y], facecolors="none", edgecolors="red", s=60, zorder=4)
         if label in by_label:
             _, x0, y0 = by_label[label]
             ax.plot([x0, x], [y0, y], color="red", lw=0.8, ls="--")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte, no-cache model)")
+    handles = [plt.Line2D([], [], color="gray", marker="o", ls="", label="kernel at its no-cache intensity")]
+    if matrix_unit:
+        handles.append(plt.Line2D([], [], color="gray", marker="^", ls="",
+                                  label="matrix units (tf32 inputs): above the FP32 roof by design"))
+    if measured_points:
+        handles.append(plt.Line2D([], [], color="red", marker="o", mfc="none", ls="",
+                                  label="same kernel at profiler-measured DRAM bytes"))
+    ax.legend(handles=handles, fontsize=8, loc="lower right")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("GFLOP/s (measured)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
-    fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

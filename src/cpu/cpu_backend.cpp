@@ -10,6 +10,7 @@
 #include "core/threads.hpp"
 #include "cpu/bandwidth_probe.hpp"
 #include "cpu/blas.hpp"
+#include "cpu/packed/cpu_isa.hpp"
 #include "cpu/peak_probe.hpp"
 #include "cpu/ladder.hpp"
 #include "cpu/opt_levels/opt_levels.hpp"
@@ -35,6 +36,7 @@ public:
             {"threads", std::to_string(get_num_threads())},
             {"compiler", compiler()},
             {"ladder flags", build_flags()},
+            {"packed kernel", cpu_isa_name() + " micro-kernel, chosen at run time (FASTGEMM_CPU_ISA overrides)"},
             {"blas", cpu::blas_version()},
         };
         return s;

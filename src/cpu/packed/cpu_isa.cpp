@@ -55,10 +55,10 @@ bool cpu_has(CpuIsa isa) {
 bool cpu_isa_supported(CpuIsa isa) { return micro_kernel_for(isa) != nullptr && cpu_has(isa); }
 
 std::vector<CpuIsa> supported_cpu_isas() {
-    // Preference order. On Zen 4, whose 512-bit FMAs run as two 256-bit halves, the
-    // AVX-512 kernel still wins by ~5 % (twice the registers: a 12x32 tile instead of
-    // 6x16 halves the loads per FMA), measured with scratch drivers; see the report in
-    // benchmarks/RESULTS.md.
+    // Preference order. On Zen 4, whose 512-bit FMAs run as two 256-bit halves (same
+    // FMA peak as AVX2: 117 GFLOP/s per core measured), the AVX-512 kernel still wins by
+    // ~3 % at 1024-2048 (109 vs 106, 107 vs 104 GFLOP/s, 1 thread): twice the registers
+    // give a 12x32 tile instead of 6x16, halving loads and broadcasts per FMA.
     std::vector<CpuIsa> isas;
     for (CpuIsa isa : {CpuIsa::avx512, CpuIsa::avx2, CpuIsa::neon, CpuIsa::scalar})
         if (cpu_isa_supported(isa)) isas.push_back(isa);

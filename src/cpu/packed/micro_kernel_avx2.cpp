@@ -5,7 +5,9 @@
 // broadcast A value. Reuse: per k step, two loads from the B micro-panel (resident in
 // L1 across the ir loop) and 6 broadcasts from the A micro-panel (streamed from L2)
 // feed 12 FMAs: enough independent chains to cover a 4-cycle FMA latency on 2 pipes.
-// Edges: n < 16 uses vmaskmov loads/stores, m < 6 stores only the first m rows.
+// Edges: a tile with m < 6 rows or n <= 8 columns runs an instantiation of the same
+// loop with only the rows and vectors it needs (no FMAs on padding); n not a multiple
+// of 8 uses vmaskmov loads/stores.
 // Compiled with -mavx2 -mfma (this file only); called only when cpuid reports both.
 #include "cpu/packed/micro_kernel.hpp"
 
@@ -50,42 +52,45 @@ inline void store_row(float* c, const __m256 (&acc)[NV], __m256 alpha, float bet
     }
 }
 
-void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
-            float beta, int m, int n) {
-    __m256 acc[MR][NV];
+// One tile of ROWS x (8 * VECS) accumulators: the full tile is MR x NV vectors, edge
+// tiles instantiate the same loop with only the rows and vectors they need.
+template <int ROWS, int VECS>
+void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
+          float beta, int m, int n) {
+    __m256 acc[ROWS][VECS];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+        for (int v = 0; v < VECS; ++v) acc[i][v] = _mm256_setzero_ps();
 
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
+    for (int i = 0; i < ROWS; ++i) {
         _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + NR - 1), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 8 * VECS - 1), _MM_HINT_T0);
     }
 
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
-        __m256 bv[NV];
+        __m256 bv[VECS];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+        for (int v = 0; v < VECS; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
+        for (int i = 0; i < ROWS; ++i) {
             __m256 ai = _mm256_broadcast_ss(a + i);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
+            for (int v = 0; v < VECS; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
         }
-        a += MR;
+        a += MR;  // packed panels keep their full width
         b += NR;
     }
 
     const __m256 va = _mm256_set1_ps(alpha);
-    if (m == MR && n == NR) {
+    if (m == ROWS && n == 8 * VECS) {
         const __m256 vb = _mm256_set1_ps(beta);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i)
+        for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) {
+            for (int v = 0; v < VECS; ++v) {
                 float* p = c + i * ldc + 8 * v;
                 __m256 r = _mm256_mul_ps(va, acc[i][v]);
                 if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(p), r);
@@ -93,9 +98,29 @@ void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, f
             }
         return;
     }
+    __m256 row[NV] = {};
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-        if (i < m) store_row(c + i * ldc, acc[i], va, beta, n);
+    for (int i = 0; i < ROWS; ++i) {
+        if (i >= m) break;
+#pragma GCC unroll 4
+        for (int v = 0; v < VECS; ++v) row[v] = acc[i][v];
+        store_row(c + i * ldc, row, va, beta, n);
+    }
+}
+
+using TileFn = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float, int, int);
+
+void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
+            float beta, int m, int n) {
+    if (m == MR && n == NR) return tile<MR, NV>(kc, a, b, c, ldc, alpha, beta, m, n);
+    static_assert(MR <= 8 && NV <= 2, "edge table covers up to 8 rows and 2 vectors");
+    static const TileFn edge[8][2] = {
+#define FASTGEMM_ROW(r) {tile<(r <= MR ? r : MR), 1>, tile<(r <= MR ? r : MR), NV>}
+        FASTGEMM_ROW(1), FASTGEMM_ROW(2), FASTGEMM_ROW(3), FASTGEMM_ROW(4),
+        FASTGEMM_ROW(5), FASTGEMM_ROW(6), FASTGEMM_ROW(7), FASTGEMM_ROW(8),
+#undef FASTGEMM_ROW
+    };
+    edge[m - 1][n <= 8 ? 0 : 1](kc, a, b, c, ldc, alpha, beta, m, n);
 }
 
 const MicroKernel kAvx2{"avx2", CpuIsa::avx2, MR, NR, kernel};

@@ -6,7 +6,9 @@
 // micro-panel (streamed from L2) feed 24 FMAs; each B vector is used 12 times, each
 // broadcast twice. Zen 4 executes a 512-bit FMA as two 256-bit halves, so the win over
 // the 6x16 AVX2 kernel is fewer loads and instructions per FMA, not wider math.
-// Edges: n < 32 uses masked loads/stores, m < 12 stores only the first m rows.
+// Edges: a tile with m < 12 rows or n <= 16 columns runs an instantiation of the same
+// loop with only the rows and vectors it needs (no FMAs on padding); n not a multiple
+// of 16 uses masked loads/stores.
 // Compiled with -mavx512f (this file only); called only when cpuid reports AVX-512F.
 #include "cpu/packed/micro_kernel.hpp"
 
@@ -29,6 +31,7 @@ constexpr int NR = 16 * NV;
 
 // C = alpha * acc + beta * C for rows < m, masked columns.
 inline void store_row(float* c, const __m512 (&acc)[NV], __m512 alpha, float beta, int n) {
+    // n <= 16 * VECS of the tile, so vectors past VECS are never read.
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
         int left = n - 16 * v;
@@ -43,60 +46,78 @@ inline void store_row(float* c, const __m512 (&acc)[NV], __m512 alpha, float bet
     }
 }
 
-void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
-            float beta, int m, int n) {
-    __m512 acc[MR][NV];
+// One tile of ROWS x (16 * VECS) accumulators. The full tile is ROWS = MR, VECS = NV;
+// edge tiles instantiate the same loop with fewer rows or vectors, so they spend no
+// FMAs on padding, and every element still sees the same k-ordered FMA chain.
+template <int ROWS, int VECS>
+void tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
+          float beta, int m, int n) {
+    __m512 acc[ROWS][VECS];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+        for (int v = 0; v < VECS; ++v) acc[i][v] = _mm512_setzero_ps();
 
     // The tile is written at the end; start fetching it now so the stores do not wait.
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
+    for (int i = 0; i < ROWS; ++i) {
         _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + NR - 1), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * VECS - 1), _MM_HINT_T0);
     }
 
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
-        __m512 bv[NV];
+        __m512 bv[VECS];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
+        for (int v = 0; v < VECS; ++v) bv[v] = _mm512_load_ps(b + 16 * v);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i) {
+        for (int i = 0; i < ROWS; ++i) {
             __m512 ai = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+            for (int v = 0; v < VECS; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
         }
-        a += MR;
+        a += MR;  // packed panels keep their full width
         b += NR;
     }
 
     const __m512 va = _mm512_set1_ps(alpha);
-    if (m == MR && n == NR && beta == 0.0f) {
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v)
-                _mm512_storeu_ps(c + i * ldc + 16 * v, _mm512_mul_ps(va, acc[i][v]));
-        return;
-    }
-    if (m == MR && n == NR) {
+    if (m == ROWS && n == 16 * VECS) {
         const __m512 vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; ++i)
+        for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) {
+            for (int v = 0; v < VECS; ++v) {
                 float* p = c + i * ldc + 16 * v;
-                _mm512_storeu_ps(p, _mm512_fmadd_ps(vb, _mm512_loadu_ps(p),
-                                                    _mm512_mul_ps(va, acc[i][v])));
+                __m512 r = _mm512_mul_ps(va, acc[i][v]);
+                if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(p), r);
+                _mm512_storeu_ps(p, r);
             }
         return;
     }
+    __m512 row[NV] = {};
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-        if (i < m) store_row(c + i * ldc, acc[i], va, beta, n);
+    for (int i = 0; i < ROWS; ++i) {
+        if (i >= m) break;
+#pragma GCC unroll 4
+        for (int v = 0; v < VECS; ++v) row[v] = acc[i][v];
+        store_row(c + i * ldc, row, va, beta, n);
+    }
+}
+
+using TileFn = void (*)(int64_t, const float*, const float*, float*, int64_t, float, float, int, int);
+
+void kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
+            float beta, int m, int n) {
+    if (m == MR && n == NR) return tile<MR, NV>(kc, a, b, c, ldc, alpha, beta, m, n);
+    static_assert(MR <= 14 && NV <= 2, "edge table covers up to 14 rows and 2 vectors");
+    static const TileFn edge[14][2] = {
+#define FASTGEMM_ROW(r) {tile<(r <= MR ? r : MR), 1>, tile<(r <= MR ? r : MR), NV>}
+        FASTGEMM_ROW(1),  FASTGEMM_ROW(2),  FASTGEMM_ROW(3),  FASTGEMM_ROW(4),  FASTGEMM_ROW(5),
+        FASTGEMM_ROW(6),  FASTGEMM_ROW(7),  FASTGEMM_ROW(8),  FASTGEMM_ROW(9),  FASTGEMM_ROW(10),
+        FASTGEMM_ROW(11), FASTGEMM_ROW(12), FASTGEMM_ROW(13), FASTGEMM_ROW(14),
+#undef FASTGEMM_ROW
+    };
+    edge[m - 1][n <= 16 ? 0 : 1](kc, a, b, c, ldc, alpha, beta, m, n);
 }
 
 const MicroKernel kAvx512{"avx512", CpuIsa::avx512, MR, NR, kernel};

@@ -14,22 +14,6 @@
 namespace fastgemm {
 namespace {
 
-// dst[k * W + w] = src[k * stride_k + w] for w < valid, 0 beyond.
-template <int W>
-void pack_runs(const float* src, int64_t stride_k, int64_t kc, int valid, float* dst) {
-    if (valid == W) {
-        for (int64_t k = 0; k < kc; ++k) {
-            const float* s = src + k * stride_k;
-            for (int w = 0; w < W; ++w) dst[k * W + w] = s[w];
-        }
-        return;
-    }
-    for (int64_t k = 0; k < kc; ++k) {
-        const float* s = src + k * stride_k;
-        for (int w = 0; w < W; ++w) dst[k * W + w] = w < valid ? s[w] : 0.0f;
-    }
-}
-
 // dst[k * W + w] = src[w * stride_w + k] for w < valid, 0 beyond. Each source row is
 // read in chunks of 16 consecutive k so every row streams through whole cache lines.
 template <int W>
@@ -52,15 +36,33 @@ void pack_gather(const float* src, int64_t stride_w, int64_t kc, int valid, floa
     }
 }
 
+// Copy runs (stride_w == 1): walk the source row by row (k outer) across all panels,
+// so each source row is read front to back in one sequential stream; going panel by
+// panel instead would read W floats every stride_k floats, one page per k row.
+template <int W>
+void pack_runs_all(const float* src, int64_t stride_k, int64_t width, int64_t kc, float* dst) {
+    const int64_t full = width / W;
+    const int tail = int(width - full * W);
+    for (int64_t k = 0; k < kc; ++k) {
+        const float* s = src + k * stride_k;
+        float* d = dst + k * W;
+        for (int64_t p = 0; p < full; ++p) {
+            for (int w = 0; w < W; ++w) d[w] = s[w];
+            s += W;
+            d += W * kc;
+        }
+        if (tail)
+            for (int w = 0; w < W; ++w) d[w] = w < tail ? s[w] : 0.0f;
+    }
+}
+
 template <int W>
 void pack_panels_w(const float* src, int64_t stride_k, int64_t stride_w, int64_t width,
                    int64_t kc, float* dst) {
+    if (stride_w == 1) return pack_runs_all<W>(src, stride_k, width, kc, dst);
     for (int64_t w0 = 0; w0 < width; w0 += W) {
         const int valid = int(std::min<int64_t>(W, width - w0));
-        if (stride_w == 1)
-            pack_runs<W>(src + w0, stride_k, kc, valid, dst);
-        else
-            pack_gather<W>(src + w0 * stride_w, stride_w, kc, valid, dst);
+        pack_gather<W>(src + w0 * stride_w, stride_w, kc, valid, dst);
         dst += W * kc;
     }
 }

@@ -28,11 +28,11 @@ double split_efficiency(int64_t panels, int threads) {
     return double(panels) / double(threads * ceil_div(panels, threads));
 }
 
-// Each thread beyond the first needs this many FLOPs, or waking it costs more than it
-// gives back. The pool's workers sleep between regions; waking one costs 25-50 us on
-// the 2-core Zen 4 VM this was tuned on (~4e6 FLOPs at 100 GFLOP/s), so 128^3 runs on
-// one thread. (With workers that spin briefly before sleeping, 2e6 would do.)
-constexpr double kMinFlopsPerExtraThread = 8.0e6;
+// Each thread beyond the first needs this many FLOPs, or handing it work costs more
+// than it gives back. The pool's workers spin ~200 us before sleeping (src/core/
+// threads.cpp), so back-to-back calls find them awake (~0.5 us); a sleeping worker costs
+// 25-50 us to wake on the 2-core Zen 4 VM this was tuned on.
+constexpr double kMinFlopsPerExtraThread = 2.0e6;
 // Below this many FLOPs (~ 400^3) one parallel region per call beats sharing packed B.
 constexpr double kSmallProblemFlops = 1.3e8;
 
@@ -150,14 +150,19 @@ PackedPlan plan_packed(const Problem& p, const PackedConfig& cfg) {
     threads = int(std::min<int64_t>(threads, std::max(row_panels, col_panels)));
     plan.threads = threads;
     // Rows by default: the B block is packed once for all threads. Columns when that
-    // balances the work clearly better, or when the problem is so small that the
-    // second parallel region per block (B packing, then compute) costs more than
-    // packing A once per thread.
+    // balances the work clearly better, or when there are few rows or little work:
+    // then each thread runs the whole loop nest alone (one parallel region per call
+    // instead of two per block, which matters while waking the pool costs tens of
+    // microseconds) and the A it packs twice is small. FASTGEMM_CPU_SPLIT=rows|columns
+    // overrides (for experiments; results are identical either way).
     const double eff_rows = split_efficiency(row_panels, threads);
     const double eff_cols = split_efficiency(col_panels, threads);
-    plan.split_columns = threads > 1 && (eff_cols > eff_rows + 0.02 ||
-                                         (p.flops() < kSmallProblemFlops && eff_cols >= eff_rows));
-
+    const bool few_rows = p.M < p.N && p.M <= 4 * cfg.kernel->mr * threads;
+    plan.split_columns =
+        threads > 1 && (eff_cols > eff_rows + 0.02 ||
+                        (eff_cols + 0.02 >= eff_rows && (p.flops() < kSmallProblemFlops || few_rows)));
+    if (const char* e = std::getenv("FASTGEMM_CPU_SPLIT"); e && *e && threads > 1)
+        plan.split_columns = e[0] == 'c';
     // Rows and columns one thread's loops cover.
     const int64_t m_range = plan.split_columns ? M : ceil_div(row_panels, threads) * mr;
     const int64_t n_range = plan.split_columns ? ceil_div(col_panels, threads) * nr : N;
