@@ -34,10 +34,11 @@ def plot_ladder(path, results: Sequence, baseline=None, *, title: str, peak_gflo
     ax.set_ylabel("GFLOP/s (median device time)")
     if baseline is not None:
         ax.axhline(baseline.gflops, color="#c44e52", ls="--", lw=1.2)
-        ax.text(len(results) - 0.5, baseline.gflops * 1.08, f"{baseline.kernel} {baseline.gflops:,.1f}",
-                ha="right", fontsize=8, color="#c44e52")
+        ax.text(len(results) - 0.5, baseline.gflops * 0.9, f"{baseline.kernel} {baseline.gflops:,.1f}",
+                ha="right", va="top", fontsize=8, color="#c44e52")
     for i, v in enumerate(values):
         ax.text(i, v * 1.05, f"{v:,.1f}", ha="center", va="bottom", fontsize=6.5)
+    ax.set_ylim(top=max(values + [peak_gflops or 0.0]) * 4)
     if peak_gflops:
         ax.axhline(peak_gflops, color="black", ls=":", lw=1)
         ax.text(0, peak_gflops * 1.05, f"measured peak {peak_gflops:,.0f}", fontsize=8)

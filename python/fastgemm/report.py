@@ -33,7 +33,8 @@ def _fmt_ratio(ratio: Optional[float]) -> str:
         return "-"
     if ratio >= 1.0:
         return f"{ratio:.2f}x faster" if ratio > 1.005 else "1.00x"
-    return f"{1.0 / ratio:.1f}x slower"
+    slower = 1.0 / ratio
+    return f"{slower:.2f}x slower" if slower < 10 else f"{slower:.1f}x slower"
 
 
 def table(results, baseline=None, *, time_label="device time, median", notes: Iterable[str] = (),

@@ -33,12 +33,12 @@ def cached_ceilings(backend: str):
 def tile_reuse(info) -> Tuple[int, int]:
     """(rows of C, columns of C) that one loaded element of B and of A serves.
 
-    Read from the kernel's tile parameters: a threadgroup/block tile BM x BN, a square
-    `tile`, or a register block MR x NR; loop kernels without tiles reuse nothing
-    (each multiply-add requests both operands).
+    Read from the kernel's tile parameters: an explicit reuse_m x reuse_n, a
+    threadgroup/block tile BM x BN, a register block MR x NR, or a square `tile`; loop
+    kernels without tiles reuse nothing (each multiply-add requests both operands).
     """
     p = info.params
-    for rows, cols in (("BM", "BN"), ("MR", "NR"), ("TM", "TN")):
+    for rows, cols in (("reuse_m", "reuse_n"), ("BM", "BN"), ("MR", "NR"), ("TM", "TN")):
         if p.get(rows) and p.get(cols):
             return int(p[rows]), int(p[cols])
     if p.get("tile"):
@@ -131,7 +131,7 @@ def plot_roofline(path, ceilings, points, *, title: str, measured_points=(), bas
     for i, (label, x, y) in enumerate(points):
         marker = "^" if label in matrix_unit else "o"
         ax.scatter([x], [y], color=cmap(i / max(1, len(points) - 1)), s=40, zorder=3, marker=marker)
-        key.append(f"{i + 1:>2}  {label}  {y:,.0f}")
+        key.append(f"{i + 1:>2}  {label}  {y:,.0f}" if y >= 100 else f"{i + 1:>2}  {label}  {y:.3g}")
     _number_points(ax, [(i + 1, (x, y)) for i, (_, x, y) in enumerate(points)])
     fig.text(0.71, 0.93, "kernel  GFLOP/s", fontsize=8, family="monospace", va="top", weight="bold")
     fig.text(0.71, 0.90, "\n".join(key), fontsize=7.5, family="monospace", va="top")

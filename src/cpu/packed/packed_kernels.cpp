@@ -100,6 +100,12 @@ void add(Registry& r, const std::string& name, int step, const PackedVariant& v,
     info.precision = Precision::fp32;
     PackedConfig blocks = blocked_config(v.kernel, detect_cache_sizes(), 1);
     info.params = {{"MR", v.kernel->mr}, {"NR", v.kernel->nr}};
+    if (v.kernel == micro_kernel_dot()) {
+        // No register reuse: every multiply-add loads both operands. The roofline's
+        // no-cache model reads reuse_m / reuse_n before the MR x NR panel shape.
+        info.params.push_back({"reuse_m", 1});
+        info.params.push_back({"reuse_n", 1});
+    }
     if (v.cache_blocking) {
         info.params.push_back({"MC", blocks.mc});
         info.params.push_back({"KC", blocks.kc});
