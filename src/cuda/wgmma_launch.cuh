@@ -1,9 +1,7 @@
 // Host half of the wgmma rungs: prepares operands the TMA cannot read as stored
 // (transposed, unaligned rows) or that fp32x3 needs split, builds the tensor maps and
-// launches the kernel. Included by 11_tf32_wgmma.cu and 12_fp32x3_wgmma.cu, which
-// launch the persistent kernel (wgmma_persistent.cuh); launch_wgmma_gemm (one block
-// per tile, wgmma_gemm.cuh) is the earlier form, kept so the two can be timed side by
-// side (scratch drivers); the package instantiates only the persistent one.
+// launches the persistent kernel (wgmma_persistent.cuh). Included by 11_tf32_wgmma.cu
+// and 12_fp32x3_wgmma.cu.
 #pragma once
 
 #include "cuda/cuda_check.hpp"
@@ -58,19 +56,6 @@ WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspa
 inline void require_sm90(const char* name) {
     if (!device_is_sm90())
         throw ConstraintError(std::string(name) + " needs an sm_90 GPU (Hopper): it uses wgmma and TMA");
-}
-
-// One block per output tile.
-template <class Cfg>
-void launch_wgmma_gemm(const GemmArgs& p, cudaStream_t stream, Workspace& ws, const char* name) {
-    require_sm90(name);
-    if (p.M == 0 || p.N == 0) return;
-    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
-    auto kernel = wgmma_gemm_kernel<Cfg>;
-    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-    const unsigned blocks = unsigned(ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN));
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p);
-    FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 
 // Persistent: one block per SM (fewer when there are fewer tiles), each walking its

@@ -17,7 +17,7 @@
 //   buffer is swizzled in 16-byte chunks (chunk ^= (row >> 1) & 3) so that both the
 //   fragment writes and the float4 reads are free of bank conflicts. C rows that are
 //   not 16-byte aligned, and the ragged right edge, fall back to scalar stores.
-//   Staged = false keeps the direct per-element stores of wgmma_gemm.cuh.
+//   Staged = false stores each element straight from the accumulators (the first form).
 //
 // Any M, N, K (K = 0 included: C = beta * C); needs 16-byte aligned A and B rows (the
 // launcher packs an operand that is not, or is transposed).
