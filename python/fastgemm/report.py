@@ -53,13 +53,17 @@ def table(results, baseline=None, *, time_label="device time, median", notes: It
                f"{_fmt_diff(r.diff_vs_baseline if r is not baseline else None):>22} "
                f"{(_fmt_ratio(r.ratio) if r is not baseline else 'baseline'):>16}")
         if peak_gflops:
-            row += f" {100.0 * r.gflops / peak_gflops:6.1f}%"
+            # The probe measures FP32 FMA throughput; matrix-unit rungs (tf32, fp32x3) are
+            # not bounded by it, so a percentage of it would mislead.
+            row += f" {100.0 * r.gflops / peak_gflops:6.1f}%" if r.precision == "fp32" else f" {'-':>7}"
         if r.prep_median > 0:
             row += f"  (incl. {r.prep_median * 1e3:.3f} ms operand prep)"
         if r.truncated:
             row += f"  ({len(r.device_times)} iters: time cap)"
         lines.append(row + status)
     lines.append(f"time: {time_label}")
+    if peak_gflops and any(r.precision != "fp32" for r in results):
+        lines.append("% peak: FP32 FMA peak; tf32 and fp32x3 rungs run on matrix units, which it does not bound")
     lines.extend(f"note: {n}" for n in notes)
     return "\n".join(lines)
 
