@@ -366,6 +366,24 @@ def _resolve_backend_for(kernel: str, backend: Optional[str]) -> str:
     return owners[0]
 
 
+def run_baseline(bench, backend: str, name: str, warmup: int, iters: int, verify: bool, max_seconds: float):
+    """Times a baseline on a Bench: (its BenchResult, a copy of its output C)."""
+    b = bench.run(backend, name, warmup, iters, verify, max_seconds)
+    result = BenchResult.from_native(b, _fastgemm.kernel_info(backend, b.kernel).precision)
+    output = bench.output()
+    settle_after_baseline(backend)
+    return result, output
+
+
+def compare_with_baseline(result: "BenchResult", bench, base: "BenchResult", base_out) -> None:
+    """Fills result's ratio and max |C - C_baseline| from the Bench's latest output."""
+    result.baseline = base.kernel
+    result.baseline_result = base
+    result.ratio = base.device_median / result.device_median
+    result.diff_vs_baseline = (float(np.max(np.abs(bench.output().astype(np.float64) - base_out)))
+                               if result.M and result.N else 0.0)
+
+
 def settle_after_baseline(backend: str) -> None:
     """Lets a CPU BLAS's worker threads go idle before the next kernel is timed.
 
@@ -408,23 +426,15 @@ def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, ve
     if bench is None:
         bench = _fastgemm.Bench(int(M), int(N), int(K), bool(trans_a), bool(trans_b),
                                 float(alpha), float(beta), int(seed))
-    base_result = None
-    base_out = None
+    base_result = base_out = None
     if baseline is True or baseline == "auto":
         baseline = default_baseline(be)
         if baseline is None:
             raise NotFoundError(f"backend '{be}' has no baseline kernel")
     if baseline:
-        b = bench.run(be, baseline, warmup, iters, verify, max_seconds)
-        base_result = BenchResult.from_native(b, _fastgemm.kernel_info(be, b.kernel).precision)
-        base_out = bench.output()
-        settle_after_baseline(be)
+        base_result, base_out = run_baseline(bench, be, baseline, warmup, iters, verify, max_seconds)
     r = bench.run(be, kernel, warmup, iters, verify, max_seconds)
     result = BenchResult.from_native(r, _fastgemm.kernel_info(be, r.kernel).precision)
     if base_result is not None:
-        result.baseline = base_result.kernel
-        result.baseline_result = base_result
-        result.ratio = base_result.device_median / result.device_median
-        result.diff_vs_baseline = float(np.max(np.abs(bench.output().astype(np.float64) - base_out))) \
-            if M and N else 0.0
+        compare_with_baseline(result, bench, base_result, base_out)
     return result

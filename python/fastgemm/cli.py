@@ -100,19 +100,15 @@ def run_ladder(backend, shape, kernels, baseline, args, notes, progress_label=No
     Returns (results, baseline_result, skipped, bench); kernels whose constraints reject
     the shape are noted in `notes` rather than run.
     """
-    import numpy as np
-
     M, N, K = shape
     flops = 2.0 * M * N * K
     bench = _fastgemm.Bench(M, N, K, False, False, 1.0, 0.0, args.seed)
     results, skipped = [], []
     base = base_out = None
     if baseline:
-        b = bench.run(backend, baseline, args.warmup, args.iters, True, args.max_seconds)
-        base = api.BenchResult.from_native(b, _fastgemm.kernel_info(backend, baseline).precision)
-        base_out = bench.output()
+        base, base_out = api.run_baseline(bench, backend, baseline, args.warmup, args.iters, True,
+                                          args.max_seconds)
         results.append(base)
-        api.settle_after_baseline(backend)
     rejected = []
     for info in _progress(kernels, progress_label or f"{backend} {M}x{N}x{K}"):
         if not info.accepts(M, N, K):
@@ -124,9 +120,7 @@ def run_ladder(backend, shape, kernels, baseline, args, notes, progress_label=No
         r = bench.run(backend, info.name, args.warmup, args.iters, True, args.max_seconds)
         res = api.BenchResult.from_native(r, info.precision)
         if base is not None:
-            res.baseline = base.kernel
-            res.ratio = base.device_median / res.device_median
-            res.diff_vs_baseline = float(np.max(np.abs(bench.output() - base_out))) if M and N else 0.0
+            api.compare_with_baseline(res, bench, base, base_out)
         results.append(res)
     if rejected:
         notes.append(f"not run, the shape breaks their constraints: {'; '.join(rejected)}")
