@@ -63,7 +63,7 @@ def test_status_says_why_when_unavailable():
 def test_registry_lists_ladder_and_baselines():
     names = set(KERNELS)
     for n in ("naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized",
-              "bank_conflict_free", "warptiling", "async_multistage", "tf32_mma_sync", "tf32_wgmma",
+              "bank_conflict_free", "warptiling", "async_multistage", "async_tma", "tf32_mma_sync", "tf32_wgmma",
               "fp32x3_wgmma", "cublas", "cublas_tf32"):
         assert n in names
     assert KERNELS["cublas"].baseline and KERNELS["cublas_tf32"].baseline
@@ -87,7 +87,8 @@ def test_kernel_matches_float64(rng, name):
     assert_matches(C, reference(A, B), info.precision, K, name)
 
 
-ANY_SHAPE = ["naive", "coalesced", "smem_tiling", "tf32_mma_sync", "tf32_wgmma", "fp32x3_wgmma"]
+ANY_SHAPE = ["naive", "coalesced", "smem_tiling", "async_tma", "async_tma_256x128", "async_tma_128x128",
+             "tf32_mma_sync", "tf32_wgmma", "fp32x3_wgmma"]
 
 
 @needs_gpu
@@ -131,7 +132,7 @@ def test_tiled_kernels_alpha_beta_and_constraints(rng, name):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["tf32_wgmma", "fp32x3_wgmma"])
+@pytest.mark.parametrize("name", ["tf32_wgmma", "fp32x3_wgmma", "async_tma", "async_tma_128x128"])
 @pytest.mark.parametrize("M,N,K,ta", [(2100, 2000, 97, False), (2300, 1999, 130, True)])
 def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
     # More output tiles than an H200 has SMs (132), so blocks of the persistent kernel

@@ -13,6 +13,15 @@
 namespace fastgemm {
 namespace cuda {
 
+// Shared memory for TMA tiles with the 128-byte swizzle must start on a 1024-byte
+// boundary. The offset is added to the shared array itself (not to an integer copy of
+// its address) so the compiler still knows the result points into shared memory and
+// emits LDS/STS: a pointer laundered through uintptr_t becomes generic, and every
+// access then pays for the generic-to-shared address check (LD.E instead of LDS).
+__device__ __forceinline__ uint8_t* align_smem_1024(uint8_t* smem_raw) {
+    return smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+}
+
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }

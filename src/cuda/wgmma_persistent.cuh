@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
-    uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t* smem = align_smem_1024(smem_raw);
     float* epi = reinterpret_cast<float*>(smem + STAGES * Cfg::STAGE_BYTES);
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * Cfg::STAGE_BYTES + Cfg::EPI_BYTES);
     uint64_t* empty = full + STAGES;
