@@ -10,15 +10,6 @@
 //   filling with the next tile's operands: no per-tile launch, barrier set-up or
 //   pipeline fill is exposed. A global k-tile counter gives each load its stage and
 //   phase.
-// - Stream-K tail: with T tiles on G blocks the last round holds R = T mod G tiles,
-//   and while they run G - R SMs idle (fp32x3 at 8192^3: 4096 tiles on 132 SMs leave 4
-//   tiles for a 32nd round, ~3% of the time). When R <= G / 2 (the launcher's rule)
-//   the R x KT k-tiles of those tiles are dealt out evenly: block b takes the flat range
-//   [b W / G, (b + 1) W / G) of W = R KT k-tile steps, cut at tile boundaries into
-//   segments. A tile covered by one segment is finished as usual; otherwise each
-//   segment parks its FP32 partial tile in a workspace slot, and the block that
-//   completes the tile's last segment (a counter per tile) adds the partials in segment
-//   order (deterministic) and applies alpha / beta.
 // - Epilogue (Staged = true): each consumer warpgroup writes its 64 (n) x BM (m) part of
 //   C through shared memory, 32 rows of m at a time, into one of two 8 KB buffers, and
 //   reads it back as float4 rows of C: coalesced 16-byte stores (full 256-byte row
@@ -53,7 +44,7 @@ struct WgmmaPersistentConfig {
     static constexpr int EPI_BYTES = Staged ? 2 * 2 * EPI_BUF_BYTES : 0;  // 2 consumers x 2 buffers
     static constexpr int STAGES_FIT = (225 * 1024 - EPI_BYTES) / STAGE_BYTES;
     static constexpr int STAGES = STAGES_FIT > 6 ? 6 : STAGES_FIT;
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8 + 16;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8;
     static constexpr int ACC = BM / 2;  // accumulator registers per consumer thread
     static constexpr int GROUP = 8;     // tile-rows per rasterisation group
     static_assert(STAGES >= 2, "need at least two stages");
@@ -66,61 +57,6 @@ __device__ __forceinline__ void consumer_bar(int consumer) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
 }
 
-// Barrier among the 256 threads of both consumer warpgroups (id 3).
-__device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
-
-// The stream-K tail (see the header); tail_tiles == 0: every tile whole.
-struct TailSplit {
-    int full_tiles = 0;            // tiles [0, full_tiles) are walked whole, b, b + G, ...
-    int tail_tiles = 0;            // the R tiles after them are dealt out by k-tiles
-    int max_segments = 1;          // partial-tile slots per tail tile
-    float* partial = nullptr;      // tail_tiles * max_segments partial tiles, BM x BN each
-    unsigned* counters = nullptr;  // segments finished per tail tile (zeroed before launch)
-};
-
-// One piece of a block's work: k-tiles [kb, ke) of `tile`. For a tail tile split over
-// several blocks, nseg > 1 and this is its segment `seg` (tail index r).
-struct WorkUnit {
-    int tile, kb, ke, r, seg, nseg;
-};
-
-// Walks block b's units: its whole tiles, then its segments of the tail. Producer and
-// consumers walk the same sequence.
-class UnitWalker {
-public:
-    __device__ UnitWalker(const TailSplit& ts, int KT) : ts_(ts), KT_(KT) {
-        tile_ = blockIdx.x;
-        const int64_t W = int64_t(ts.tail_tiles) * KT;
-        it_ = int64_t(blockIdx.x) * W / gridDim.x;
-        hi_ = int64_t(blockIdx.x + 1) * W / gridDim.x;
-    }
-    __device__ bool next(WorkUnit& u) {
-        if (tile_ < ts_.full_tiles) {
-            u = {tile_, 0, KT_, -1, 0, 1};
-            tile_ += gridDim.x;
-            return true;
-        }
-        if (it_ >= hi_) return false;
-        const int r = int(it_ / KT_);
-        const int64_t end = min(hi_, int64_t(r + 1) * KT_);
-        const int first = owner(int64_t(r) * KT_), last = owner(int64_t(r + 1) * KT_ - 1);
-        u = {ts_.full_tiles + r, int(it_ - int64_t(r) * KT_), int(end - int64_t(r) * KT_), r,
-             int(blockIdx.x) - first, last - first + 1};
-        it_ = end;
-        return true;
-    }
-
-private:
-    // The block whose range holds flat tail step i: the largest b with b W / G <= i.
-    __device__ int owner(int64_t i) const {
-        const int64_t W = int64_t(ts_.tail_tiles) * KT_;
-        return int(((i + 1) * gridDim.x - 1) / W);
-    }
-    const TailSplit& ts_;
-    int KT_, tile_;
-    int64_t it_, hi_;
-};
-
 __device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const float* c) {
     return p.beta == 0.0f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
 }
@@ -128,7 +64,7 @@ __device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const flo
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
-                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts) {
+                            const __grid_constant__ CUtensorMap map_b, GemmArgs p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
@@ -136,9 +72,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float* epi = reinterpret_cast<float*>(smem + STAGES * Cfg::STAGE_BYTES);
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * Cfg::STAGE_BYTES + Cfg::EPI_BYTES);
     uint64_t* empty = full + STAGES;
-    int* last_slice = reinterpret_cast<int*>(empty + STAGES);  // this block closes the tile
 
     const int tiles_m = int(ceil_div(p.M, BM)), tiles_n = int(ceil_div(p.N, BN));
+    const int tiles = tiles_m * tiles_n;
     const int KT = int(ceil_div(p.K, BK));
 
     if (threadIdx.x == 0) {
@@ -156,13 +92,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
             int it = 0;  // k-tiles issued by this block so far
-            UnitWalker walk(ts, KT);
-            WorkUnit u;
-            while (walk.next(u)) {
+            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
                 int tm, tn;
-                grouped_tile(u.tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+                grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
                 const int m0 = tm * BM, n0 = tn * BN;
-                for (int kt = u.kb; kt < u.ke; ++kt, ++it) {
+                for (int kt = 0; kt < KT; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
                     uint8_t* st = smem + s * Cfg::STAGE_BYTES;
@@ -261,62 +195,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
 
     const bool c_vec = p.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
-    int it0 = 0;  // global index of this unit's first k-tile
-    UnitWalker walk(ts, KT);
-    WorkUnit u;
-    while (walk.next(u)) {
-        const int nk = u.ke - u.kb;
+    int it0 = 0;  // global index of this tile's first k-tile
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, it0 += KT) {
         int tm, tn;
-        grouped_tile(u.tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+        grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
         const int64_t m0 = int64_t(tm) * BM, n0 = int64_t(tn) * BN;
 
 #pragma unroll
         for (int i = 0; i < Cfg::ACC; ++i) d[i] = 0.0f;
-        if (nk > 0) load_fragments(Parity<0>{}, it0);
-        for (int j = 0; j < nk; j += 2) {
-            tile_step(Parity<0>{}, it0 + j, j + 1 < nk);
-            if (j + 1 < nk) tile_step(Parity<1>{}, it0 + j + 1, j + 2 < nk);
+        if (KT > 0) load_fragments(Parity<0>{}, it0);
+        for (int kt = 0; kt < KT; kt += 2) {
+            tile_step(Parity<0>{}, it0 + kt, kt + 1 < KT);
+            if (kt + 1 < KT) tile_step(Parity<1>{}, it0 + kt + 1, kt + 2 < KT);
         }
-        it0 += nk;
 #pragma unroll
         for (int i = 0; i < Cfg::ACC; ++i) fence_operand(d[i]);
-
-        if (u.nseg > 1) {
-            // A segment of a split tail tile: park the FP32 partial tile (row-major
-            // BM x BN); the block that completes the tile's last segment sums them all in
-            // segment order.
-            constexpr int TILE = BM * BN;
-            const int r = u.r;
-            float* part = ts.partial + (int64_t(r) * ts.max_segments + u.seg) * TILE;
-#pragma unroll
-            for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-                for (int e1 = 0; e1 < 2; ++e1)
-#pragma unroll
-                    for (int e2 = 0; e2 < 2; ++e2)
-                        part[(8 * j + 2 * t + e1) * BN + 64 * c + n_frag + 4 * e2] = d[4 * j + 2 * e2 + e1];
-            __threadfence();
-            consumers_bar();
-            if (threadIdx.x == 128) *last_slice = atomicAdd(&ts.counters[r], 1u) == unsigned(u.nseg - 1);
-            consumers_bar();
-            if (*last_slice) {
-                __threadfence();
-                const float* first = ts.partial + int64_t(r) * ts.max_segments * TILE;
-#pragma unroll
-                for (int j = 0; j < BM / 8; ++j)
-#pragma unroll
-                    for (int e1 = 0; e1 < 2; ++e1)
-#pragma unroll
-                        for (int e2 = 0; e2 < 2; ++e2) {
-                            const int mm = 8 * j + 2 * t + e1, nn = 64 * c + n_frag + 4 * e2;
-                            float sum = 0.0f;
-                            for (int sg = 0; sg < u.nseg; ++sg) sum += __ldcg(first + int64_t(sg) * TILE + mm * BN + nn);
-                            if (m0 + mm < p.M && n0 + nn < p.N) store_c(p, m0 + mm, n0 + nn, sum);
-                        }
-            }
-            // The flag is rewritten only after the next segment's first barrier.
-            continue;
-        }
 
         // d[4j + 2e2 + e1] is C(m0 + 8j + 2t + e1, n0 + 64c + n_frag + 4e2).
         if constexpr (Cfg::Staged) {
