@@ -180,23 +180,9 @@ template <class Cfg>
 static void launch_async_tma(const GemmArgs& p, cudaStream_t stream, Workspace& ws, const char* name) {
     if (!device_is_sm90()) throw ConstraintError(std::string(name) + " needs an sm_90 GPU (Hopper): it uses TMA");
     if (p.M == 0 || p.N == 0) return;
-    // TMA reads untransposed rows that start on 16 bytes; anything else is packed first.
-    const float* a = p.A;
-    int64_t lda = p.lda;
-    if (p.trans_a || !tma_ready(p.A, p.lda)) {
-        lda = round_up4(p.K);
-        float* packed = static_cast<float*>(ws.get(0, size_t(p.M) * lda * sizeof(float)));
-        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, packed, nullptr, lda, PrepMode::copy, stream);
-        a = packed;
-    }
-    const float* b = p.B;
-    int64_t ldb = p.ldb;
-    if (p.trans_b || !tma_ready(p.B, p.ldb)) {
-        ldb = round_up4(p.N);
-        float* packed = static_cast<float*>(ws.get(2, size_t(p.K) * ldb * sizeof(float)));
-        prepare_operand(p.B, p.ldb, p.trans_b, p.K, p.N, packed, nullptr, ldb, PrepMode::copy, stream);
-        b = packed;
-    }
+    int64_t lda = p.lda, ldb = p.ldb;
+    const float* a = tma_readable(p.A, lda, p.trans_a, p.M, p.K, ws, 0, stream);
+    const float* b = tma_readable(p.B, ldb, p.trans_b, p.K, p.N, ws, 2, stream);
     const CUtensorMap map_a = make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128);
     const CUtensorMap map_b = make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, Cfg::BN, TmaLayout::dense);
     auto kernel = async_tma_kernel<Cfg>;

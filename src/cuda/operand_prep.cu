@@ -63,5 +63,15 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
     }
 }
 
+const float* tma_readable(const float* src, int64_t& ld, bool trans, int64_t rows, int64_t cols, Workspace& ws,
+                          int slot, cudaStream_t stream) {
+    if (!trans && tma_ready(src, ld)) return src;
+    const int64_t ld_src = ld;
+    ld = round_up4(cols);
+    float* packed = static_cast<float*>(ws.get(slot, size_t(rows) * ld * sizeof(float)));
+    prepare_operand(src, ld_src, trans, rows, cols, packed, nullptr, ld, PrepMode::copy, stream);
+    return packed;
+}
+
 }  // namespace cuda
 }  // namespace fastgemm

@@ -22,5 +22,11 @@ inline bool tma_ready(const float* p, int64_t ld) {
     return ld % 4 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
+// op(src) (rows x cols) as TMA reads it: untransposed rows starting on 16 bytes. Returns
+// src itself when it already is (ld unchanged), else a packed copy in workspace slot
+// `slot` (ld = cols rounded up to 4).
+const float* tma_readable(const float* src, int64_t& ld, bool trans, int64_t rows, int64_t cols, Workspace& ws,
+                          int slot, cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace fastgemm

@@ -34,21 +34,11 @@ WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspa
         prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, big, small, lda, PrepMode::split, stream);
         a = big;
         a_small = small;
-    } else if (p.trans_a || !tma_ready(p.A, p.lda)) {
-        lda = round_up4(p.K);
-        float* packed = static_cast<float*>(ws.get(0, size_t(p.M) * lda * sizeof(float)));
-        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, packed, nullptr, lda, PrepMode::copy, stream);
-        a = packed;
-        a_small = packed;
+    } else {
+        a = a_small = tma_readable(p.A, lda, p.trans_a, p.M, p.K, ws, 0, stream);
     }
-    const float* b = p.B;
     int64_t ldb = p.ldb;
-    if (p.trans_b || !tma_ready(p.B, p.ldb)) {
-        ldb = round_up4(p.N);
-        float* packed = static_cast<float*>(ws.get(2, size_t(p.K) * ldb * sizeof(float)));
-        prepare_operand(p.B, p.ldb, p.trans_b, p.K, p.N, packed, nullptr, ldb, PrepMode::copy, stream);
-        b = packed;
-    }
+    const float* b = tma_readable(p.B, ldb, p.trans_b, p.K, p.N, ws, 2, stream);
     return {make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK), make_tma_map_2d(a_small, p.M, p.K, lda, Cfg::BM, Cfg::BK),
             make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32)};
 }
