@@ -39,11 +39,11 @@ CUtensorMap make_tma_map_2d(const float* base, int64_t rows, int64_t cols, int64
     const cuuint64_t strides[1] = {cuuint64_t(ld < 4 ? 4 : ld) * sizeof(float)};
     const cuuint32_t box[2] = {box_cols, box_rows};
     const cuuint32_t elem_strides[2] = {1, 1};
+    const CUtensorMapSwizzle swizzle =
+        layout == TmaLayout::swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
     const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims,
-                                   strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                   layout == TmaLayout::swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B
-                                                                   : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                   strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
         throw KernelError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ") for a " +
                           std::to_string(rows) + "x" + std::to_string(cols) + " operand, ld " +
