@@ -149,6 +149,27 @@ def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
 
 
 @needs_gpu
+@pytest.mark.parametrize("name,M,N,K", [
+    ("fp32x3_wgmma", 1536, 1536, 1000),  # 144 tiles of 128x128: 12 in the tail, ~11 segments each
+    ("fp32x3_wgmma", 1500, 1700, 333),   # 168 ragged tiles: 36 in the tail, 11 k-tiles each
+    ("tf32_wgmma", 2000, 2100, 1100),    # 136 tiles of 256x128: 4 in the tail, ~1 k-tile per block
+    ("tf32_wgmma", 3000, 2100, 512),     # 204 tiles: 72 in the tail (over half: kept whole)
+])
+def test_wgmma_stream_k_tail(rng, name, M, N, K):
+    # On a 132-SM H200 the last round of the first three shapes is dealt out by k-tiles
+    # in a second kernel (wgmma_persistent.cuh): segments park partial tiles and the block
+    # finishing a tile's last segment sums them. Any GPU: the result must be right.
+    A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=1.25, beta=-0.75, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 1.25, -0.75), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+    for _ in range(2):  # counters are rearmed per call; NaN-poisoned C must not be read
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        fastgemm.sgemm(A, B, C, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+
+
+@needs_gpu
 def test_auto_picks_an_fp32_accurate_kernel(rng):
     A, B = rand(rng, 300, 200), rand(rng, 200, 100)
     C = fastgemm.sgemm(A, B, backend="cuda")

@@ -10,6 +10,17 @@
 //   filling with the next tile's operands: no per-tile launch, barrier set-up or
 //   pipeline fill is exposed. A global k-tile counter gives each load its stage and
 //   phase.
+// - Stream-K tail: with T tiles on G blocks the last round holds R = T mod G tiles,
+//   and while they run G - R SMs idle (fp32x3 at 8192^3: 4096 tiles on 132 SMs leave 4
+//   tiles for a 32nd round, ~3% of the time). When R <= G / 2 (the launcher's rule) the
+//   R x KT k-tiles of those tiles are dealt out evenly after the whole tiles: block b
+//   takes the flat range [b W / G, (b + 1) W / G) of W = R KT k-tile steps, cut at tile
+//   boundaries into segments (each tile then spans at least two blocks). A segment parks
+//   its FP32 partial tile in a workspace slot; the block that completes a tile's last
+//   segment (a counter per tile) adds the partials in segment order (deterministic) and
+//   applies alpha / beta. The tail runs as a second kernel (Tail = true) after the whole
+//   tiles, so the whole-tile kernel is the same code with or without it (a first form
+//   that walked tiles and segments in one loop of one kernel measured 9-15% slower).
 // - Epilogue (Staged = true): each consumer warpgroup writes its 64 (n) x BM (m) part of
 //   C through shared memory, 32 rows of m at a time, into one of two 8 KB buffers, and
 //   reads it back as float4 rows of C: coalesced 16-byte stores (full 256-byte row
@@ -44,7 +55,7 @@ struct WgmmaPersistentConfig {
     static constexpr int EPI_BYTES = Staged ? 2 * 2 * EPI_BUF_BYTES : 0;  // 2 consumers x 2 buffers
     static constexpr int STAGES_FIT = (225 * 1024 - EPI_BYTES) / STAGE_BYTES;
     static constexpr int STAGES = STAGES_FIT > 6 ? 6 : STAGES_FIT;
-    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8;
+    static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8 + 16;
     static constexpr int ACC = BM / 2;  // accumulator registers per consumer thread
     static constexpr int GROUP = 8;     // tile-rows per rasterisation group
     static_assert(STAGES >= 2, "need at least two stages");
@@ -57,14 +68,96 @@ __device__ __forceinline__ void consumer_bar(int consumer) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
 }
 
+// Barrier among the 256 threads of both consumer warpgroups (id 3).
+__device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
+
+// The stream-K tail (see the header); tail_tiles == 0: every tile whole.
+struct TailSplit {
+    int full_tiles = 0;            // tiles [0, full_tiles) are walked whole, b, b + G, ...
+    int tail_tiles = 0;            // the R tiles after them are dealt out by k-tiles
+    int max_segments = 1;          // partial-tile slots per tail tile
+    float* partial = nullptr;      // tail_tiles * max_segments partial tiles, BM x BN each
+    unsigned* counters = nullptr;  // segments finished per tail tile (zeroed before launch)
+};
+
+// One segment of the tail: k-tiles [kb, ke) of tail tile r (tile full_tiles + r), the
+// seg-th of its nseg segments.
+struct TailSegment {
+    int r, kb, ke, seg, nseg;
+};
+
+// Walks block b's segments of the tail, in order. Producer and consumers walk the same
+// sequence.
+class TailWalker {
+public:
+    __device__ TailWalker(const TailSplit& ts, int KT) : KT_(KT), W_(int64_t(ts.tail_tiles) * KT) {
+        it_ = int64_t(blockIdx.x) * W_ / gridDim.x;
+        hi_ = int64_t(blockIdx.x + 1) * W_ / gridDim.x;
+    }
+    __device__ bool next(TailSegment& u) {
+        if (it_ >= hi_) return false;
+        const int r = int(it_ / KT_);
+        const int64_t begin = int64_t(r) * KT_, end = min(hi_, begin + KT_);
+        const int first = owner(begin), last = owner(begin + KT_ - 1);
+        u = {r, int(it_ - begin), int(end - begin), int(blockIdx.x) - first, last - first + 1};
+        it_ = end;
+        return true;
+    }
+
+private:
+    // The block whose range holds flat step i: the largest b with b W / G <= i.
+    __device__ int owner(int64_t i) const { return int(((i + 1) * gridDim.x - 1) / W_); }
+    int KT_;
+    int64_t W_, it_, hi_;
+};
+
+// The block that completes a split tail tile: C = alpha * (the nseg partial tiles added
+// in segment order) + beta * C. The 256 consumer threads walk the tile in float4 columns
+// (coalesced), eight segments' loads in flight per thread. Out of line: it runs once per
+// split tile. (Scalars by value: a reference to the kernel's GemmArgs would force a local
+// copy of it, and every access to the arguments would then go through local memory.)
+template <class Cfg>
+__device__ __noinline__ void sum_partials(const float* first, int nseg, int ct, float* C, int64_t ldc, int64_t M,
+                                          int64_t N, float alpha, float beta, int64_t m0, int64_t n0) {
+    constexpr int Q_PER_ROW = Cfg::BN / 4, TILE4 = Cfg::BM * Cfg::BN / 4;
+    const float4* src = reinterpret_cast<const float4*>(first);
+    for (int q = ct; q < TILE4; q += 256) {
+        float4 acc[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int sg0 = 0; sg0 < nseg; sg0 += 8) {
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                if (sg0 + k < nseg) {
+                    const float4 v = __ldcg(src + int64_t(sg0 + k) * TILE4 + q);
+                    acc[k].x += v.x, acc[k].y += v.y, acc[k].z += v.z, acc[k].w += v.w;
+                }
+        }
+#pragma unroll
+        for (int k = 1; k < 8; ++k) acc[0].x += acc[k].x, acc[0].y += acc[k].y, acc[0].z += acc[k].z, acc[0].w += acc[k].w;
+        const int64_t m = m0 + q / Q_PER_ROW, n = n0 + 4 * (q % Q_PER_ROW);
+        if (m >= M) continue;
+        const float v[4] = {acc[0].x, acc[0].y, acc[0].z, acc[0].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (n + e < N) {
+                float* c = C + m * ldc + n + e;
+                *c = beta == 0.0f ? alpha * v[e] : alpha * v[e] + beta * *c;
+            }
+    }
+}
+
 __device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const float* c) {
     return p.beta == 0.0f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
 }
 
-template <class Cfg>
+// Tail = false: the whole tiles [0, ts.full_tiles). Tail = true: the stream-K tail only,
+// launched after it on the same stream (a separate kernel, so that the whole-tile loop is
+// compiled exactly as without a tail).
+template <class Cfg, bool Tail>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
-                            const __grid_constant__ CUtensorMap map_b, GemmArgs p) {
+                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
@@ -72,9 +165,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     float* epi = reinterpret_cast<float*>(smem + STAGES * Cfg::STAGE_BYTES);
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * Cfg::STAGE_BYTES + Cfg::EPI_BYTES);
     uint64_t* empty = full + STAGES;
+    int* last_segment = reinterpret_cast<int*>(empty + STAGES);  // this block closes the tile
 
     const int tiles_m = int(ceil_div(p.M, BM)), tiles_n = int(ceil_div(p.N, BN));
-    const int tiles = tiles_m * tiles_n;
     const int KT = int(ceil_div(p.K, BK));
 
     if (threadIdx.x == 0) {
@@ -92,11 +185,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
             int it = 0;  // k-tiles issued by this block so far
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            auto load_ktiles = [&](int tile, int kb, int ke) {
                 int tm, tn;
                 grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
                 const int m0 = tm * BM, n0 = tn * BN;
-                for (int kt = 0; kt < KT; ++kt, ++it) {
+                for (int kt = kb; kt < ke; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
                     uint8_t* st = smem + s * Cfg::STAGE_BYTES;
@@ -108,6 +201,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     for (int j = 0; j < BN / 32; ++j)
                         tma_load_2d(bt + j * Cfg::B_BOX_BYTES, &map_b, n0 + 32 * j, kt * BK, &full[s]);
                 }
+            };
+            if constexpr (!Tail) {
+                for (int tile = blockIdx.x; tile < ts.full_tiles; tile += gridDim.x) load_ktiles(tile, 0, KT);
+            } else {
+                TailWalker walk(ts, KT);
+                TailSegment u;
+                while (walk.next(u)) load_ktiles(ts.full_tiles + u.r, u.kb, u.ke);
             }
         }
         return;
@@ -196,7 +296,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     const bool c_vec = p.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
     int it0 = 0;  // global index of this tile's first k-tile
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, it0 += KT) {
+    for (int tile = blockIdx.x; !Tail && tile < ts.full_tiles; tile += gridDim.x, it0 += KT) {
         int tm, tn;
         grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
         const int64_t m0 = int64_t(tm) * BM, n0 = int64_t(tn) * BN;
@@ -265,6 +365,47 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     }
             }
         }
+    }
+
+    // The stream-K tail: this block's segments of the last round's tiles.
+    if constexpr (!Tail) return;
+    TailWalker walk(ts, KT);
+    TailSegment u;
+    while (walk.next(u)) {
+        const int nk = u.ke - u.kb;
+        int tm, tn;
+        grouped_tile(ts.full_tiles + u.r, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+#pragma unroll
+        for (int i = 0; i < Cfg::ACC; ++i) d[i] = 0.0f;
+        if (nk > 0) load_fragments(Parity<0>{}, it0);
+        for (int j = 0; j < nk; j += 2) {
+            tile_step(Parity<0>{}, it0 + j, j + 1 < nk);
+            if (j + 1 < nk) tile_step(Parity<1>{}, it0 + j + 1, j + 2 < nk);
+        }
+        it0 += nk;
+#pragma unroll
+        for (int i = 0; i < Cfg::ACC; ++i) fence_operand(d[i]);
+        // Park the partial tile (row-major BM x BN, same element mapping as above).
+        constexpr int TILE = BM * BN;
+        const float* first = ts.partial + int64_t(u.r) * ts.max_segments * TILE;
+        float* part = ts.partial + (int64_t(u.r) * ts.max_segments + u.seg) * TILE;
+#pragma unroll
+        for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+            for (int e1 = 0; e1 < 2; ++e1)
+#pragma unroll
+                for (int e2 = 0; e2 < 2; ++e2)
+                    part[(8 * j + 2 * t + e1) * BN + 64 * c + n_frag + 4 * e2] = d[4 * j + 2 * e2 + e1];
+        __threadfence();
+        consumers_bar();
+        if (threadIdx.x == 128) *last_segment = atomicAdd(&ts.counters[u.r], 1u) == unsigned(u.nseg - 1);
+        consumers_bar();
+        if (*last_segment) {
+            __threadfence();
+            sum_partials<Cfg>(first, u.nseg, int(threadIdx.x) - 128, p.C, p.ldc, p.M, p.N, p.alpha, p.beta,
+                              int64_t(tm) * BM, int64_t(tn) * BN);
+        }
+        // The flag is rewritten only after the next segment's first barrier.
     }
 #endif
 }
