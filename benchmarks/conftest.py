@@ -17,8 +17,10 @@ def pytest_addoption(parser):
 
 
 def pytest_generate_tests(metafunc):
-    if "size" in metafunc.fixturenames:
-        sizes = [int(s) for s in metafunc.config.getoption("--fastgemm-sizes").split(",") if s.strip()]
+    sizes = [int(s) for s in metafunc.config.getoption("--fastgemm-sizes").split(",") if s.strip()]
+    if "ladder_n" in metafunc.fixturenames:
+        metafunc.parametrize("backend,kernel,ladder_n", ladder_cases(sizes))
+    elif "size" in metafunc.fixturenames:
         metafunc.parametrize("size", sizes)
 
 
@@ -27,12 +29,21 @@ def rounds(request):
     return request.config.getoption("--fastgemm-rounds")
 
 
-def ladder_cases(backends=None, *, emu_max_size=64):
-    """(backend, kernel) pairs for every available backend (metal-emu only at tiny sizes)."""
+EMU_MAX = 64  # the emulator checks shaders; it is no performance source
+
+
+def ladder_cases(sizes):
+    """(backend, kernel, n) for every kernel of every available backend at each size n it
+    runs (metal-emu at most EMU_MAX). Kernels whose constraints exclude n^3, or whose
+    FLOP cap it exceeds (teaching loops too slow to time there; `fastgemm bench --all`
+    runs them), get no case at that size: nothing is generated only to be skipped."""
     cases = []
     for b in fastgemm.backends():
-        if not b.available or (backends and b.name not in backends):
+        if not b.available:
             continue
         for k in fastgemm.kernels(b.name):
-            cases.append(pytest.param(b.name, k.name, id=f"{b.name}-{k.name}"))
+            ns = sorted({min(n, EMU_MAX) if b.name == "metal-emu" else n for n in sizes})
+            for n in ns:
+                if 2.0 * n ** 3 <= k.bench_flops_cap and k.accepts(n, n, n):
+                    cases.append(pytest.param(b.name, k.name, n, id=f"{b.name}-{k.name}-{n}"))
     return cases
