@@ -149,24 +149,30 @@ def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name,M,N,K", [
-    ("fp32x3_wgmma", 1536, 1536, 1000),  # 144 tiles of 128x128: 12 in the tail, ~11 segments each
-    ("fp32x3_wgmma", 1500, 1700, 333),   # 168 ragged tiles: 36 in the tail, 11 k-tiles each
-    ("tf32_wgmma", 2000, 2100, 1100),    # 136 tiles of 256x128: 4 in the tail, ~1 k-tile per block
-    ("tf32_wgmma", 3000, 2100, 512),     # 204 tiles: 72 in the tail (over half: kept whole)
+@pytest.mark.parametrize("name,M,N,K,ta", [
+    ("fp32x3_wgmma", 1536, 1536, 1000, False),  # 144 tiles of 128x128: 12 in the tail, ~11 segments each
+    ("fp32x3_wgmma", 1500, 1700, 333, False),   # 168 ragged tiles: 36 in the tail, 11 k-tiles each
+    ("tf32_wgmma", 2000, 2100, 1100, False),    # 136 tiles of 256x128: 4 in the tail, ~1 k-tile per block
+    ("tf32_wgmma", 3000, 2100, 512, False),     # 204 tiles: 72 in the tail (over half: kept whole)
+    ("async_tma_128x128", 2000, 2100, 1100, False),  # 272 tiles, two blocks per SM: 8 in the tail
+    ("async_tma_128x128", 3000, 2100, 512, False),   # 408 ragged tiles: 144 in the tail, 2-3 segments each
+    ("async_tma_128x128", 2300, 1999, 330, True),    # 288 tiles, A^T given: 24 in the tail, one k-tile per block
 ])
-def test_wgmma_stream_k_tail(rng, name, M, N, K):
-    # On a 132-SM H200 the last round of the first three shapes is dealt out by k-tiles
-    # in a second kernel (wgmma_persistent.cuh): segments park partial tiles and the block
-    # finishing a tile's last segment sums them. Any GPU: the result must be right.
-    A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
+def test_stream_k_tail(rng, name, M, N, K, ta):
+    # On a 132-SM H200 the last round of these shapes (but the fourth) is dealt out by
+    # k-tiles in a second kernel (stream_k.cuh): segments park partial tiles and the block
+    # finishing a tile's last segment sums them; async_tma_128x128's tail kernel also
+    # re-arms its barriers between a block's two segments. Any GPU: the result must be
+    # right.
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B, C0 = rand(rng, K, N), rand(rng, M, N)
     C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=1.25, beta=-0.75, kernel=name, backend="cuda")
-    assert_matches(C, reference(A, B, C0, 1.25, -0.75), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+    fastgemm.sgemm(A, B, C, alpha=1.25, beta=-0.75, trans_a=ta, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 1.25, -0.75, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
     for _ in range(2):  # counters are rearmed per call; NaN-poisoned C must not be read
         C = np.full((M, N), np.nan, dtype=np.float32)
-        fastgemm.sgemm(A, B, C, kernel=name, backend="cuda")
-        assert_matches(C, reference(A, B), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+        fastgemm.sgemm(A, B, C, trans_a=ta, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
 
 
 @needs_gpu

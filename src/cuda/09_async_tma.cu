@@ -9,64 +9,94 @@
 //
 // (A separate producer warp would cost registers: ptxas budgets a 9-warp block as 12
 // warps, 168 registers per thread, and an 8 x 16 lane tile then spills. So lane 0 of
-// warp 0 issues the copy for tile k + AHEAD at the top of tile k; AHEAD < STAGES - 1
+// warp 0 issues the copy for k-step t + AHEAD at the top of step t; AHEAD < STAGES - 1
 // leaves slack so that it rarely waits for a slower warp to release a stage.)
+//
+// Both operands k-major: the launcher packs A^T (K x M) with a tiled transpose (42 us,
+// 1.6% of the GEMM at 4096^3), so a stage holds 32 rows of BM m and 32 rows of BN n,
+// and a lane's fragments at one k are float4s of 4 consecutive m and 4 consecutive n.
+// The reason is the register file, not the loads: read from A as TMA writes it ([m][k],
+// float4s along k), the 8 A values a lane uses at one k sit in registers 4 apart, all
+// in one register bank, and ptxas's code for that form stalled on operand reads
+// ("dispatch stall" 0.37 per issued instruction on the H200, against 0.10 for cuBLAS);
+// with float4s along m both operands span all banks (0.13) and the kernel went from
+// 0.94x to 1.04x cuBLAS at 8192^3 (benchmarks/RESULTS.md).
+//
+// ptxas's schedule of the main loop is fragile: code around it that keeps a few more
+// registers live (a step offset carried in a variable, a division by KT) made it batch
+// each k's six LDS.128 back to back instead of spreading them among the FFMAs, 7% more
+// stall cycles in the SASS and 4-11% slower on the H200, with the same FFMAs. Check the
+// SASS (cuobjdump -sass) after touching the loop or what surrounds it.
 //
 // Block: WARPS_M x WARPS_N warps; block tile BM x BN x 32.
 // Lane (lm = lane / 4, ln = lane % 4) of a warp whose tile starts at (wm0, wn0) owns
-// rows wm0 + 8i + lm (i < TM) and columns wn0 + 16s + 4ln + [0, 4) (s < TN / 4).
+// rows wm0 + 32h + 4lm + [0, 4) (h < TM / 4) and columns wn0 + 16q + 4ln + [0, 4)
+// (q < TN / 4). Per k a lane issues TM / 4 + TN / 4 16-byte loads (8 lanes read 128
+// contiguous bytes of A, 4 read 64 of B: no bank conflicts) for TM x TN FFMAs.
 //
-// Shared layout, both as TMA writes it (no transposing copy):
-//   A tile: BM rows of 32 k (128 bytes), 128-byte swizzle: the 16-byte chunk c of row r
-//     sits at chunk c ^ (r % 8). A lane reads A[m][4g .. 4g + 3] as one float4 per row
-//     and uses it for 4 k steps; the 8 rows a warp reads together are consecutive, so
-//     the swizzle puts their chunks in 8 different bank groups (no conflicts), and
-//     each row is broadcast to the 4 lanes sharing it.
-//   B tile: 32 rows of BN n, dense. Per k a lane reads TN / 4 float4s; the warp's 4
-//     distinct float4s per read are 64 contiguous bytes.
-// Per 4 k a lane issues TM + TN 16-byte loads for 4 TM TN FFMAs (8 x 16: 24 loads per
-// 512 FFMAs).
+// Tiles run one per block. The 128 x 128 form (two blocks per SM) can deal a partial
+// last round out by k-tiles to a second kernel (stream_k.cuh); see the launchers for
+// when that paid on the H200.
 //
 // Any M, N, K: TMA fills boxes past the edges with zeros and the epilogue checks
-// bounds. Needs an sm_90 GPU and 16-byte aligned, untransposed operand rows; the
-// launcher packs an operand that is not.
+// bounds. Needs an sm_90 GPU and 16-byte aligned rows of A^T and B; the launcher packs
+// an operand that is not.
 #include "cuda/cuda_check.hpp"
 #include "cuda/hopper.cuh"
 #include "cuda/ladder.hpp"
 #include "cuda/operand_prep.cuh"
 #include "cuda/raster.cuh"
+#include "cuda/stream_k.cuh"
 #include "cuda/tma_map.hpp"
 
 namespace fastgemm {
 namespace cuda {
 
-template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int AHEAD_, int MIN_BLOCKS_>
+// TAIL_PERCENT: the stream-K tail takes a last round of tiles filled to at most this
+// percentage of the blocks resident at once (0: tiles always whole).
+template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int AHEAD_, int MIN_BLOCKS_, int TAIL_PERCENT_>
 struct TmaFfmaConfig {
-    static constexpr int BM = BM_, BN = BN_, BK = 32;
+    static constexpr int BM = BM_, BN = BN_, BK = 32, TAIL_PERCENT = TAIL_PERCENT_;
     static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
     static constexpr int STAGES = STAGES_, AHEAD = AHEAD_, MIN_BLOCKS = MIN_BLOCKS_;
     static constexpr int kWarps = WARPS_M * WARPS_N;
     static constexpr int kThreads = 32 * kWarps;
     static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
     static constexpr int TM = WM / 8, TN = WN / 4;  // outputs per lane: TM x TN
-    static constexpr int A_BYTES = BM * BK * 4, B_BYTES = BK * BN * 4;
+    static constexpr int A_BYTES = BK * BM * 4, B_BYTES = BK * BN * 4;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8;
     static constexpr int GROUP = 16;  // tile-rows per rasterisation group
-    static_assert(WM % 8 == 0 && WN % 16 == 0, "warp tile must be a multiple of 8 x 16");
-    static_assert(BM <= 256 && BN <= 256, "a TMA box spans at most 256 rows / columns");
-    static_assert(AHEAD >= 1 && AHEAD < STAGES, "the copy for tile k + AHEAD goes into a stage other than k's");
+    static_assert(WM % 32 == 0 && WN % 16 == 0, "warp tile must be a multiple of 32 x 16");
+    static_assert(BM <= 256 && BN <= 256, "a TMA box spans at most 256 columns");
+    static_assert(AHEAD >= 1 && AHEAD < STAGES, "the copy for step t + AHEAD goes into a stage other than t's");
     static_assert(MIN_BLOCKS * SMEM_BYTES <= 227 * 1024, "over the sm_90 shared memory per SM");
 };
 
-// v.x, v.y, v.z or v.w for a k that is a compile-time constant after unrolling.
-__device__ __forceinline__ float component(const float4& v, int k) {
-    return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+// v.x, v.y, v.z or v.w for an index that is a compile-time constant after unrolling.
+__device__ __forceinline__ float component(const float4& v, int e) {
+    return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w;
 }
 
+// acc += a b^T at one k. Written as pairs of columns with the rows inside: ptxas
+// schedules the FFMAs its own way whatever the source order, but the order changes its
+// register assignment, and this one measured best of six, tied with 2 x 2 blocks
+// (RESULTS.md: 1.04x cuBLAS at 8192^3 against 1.02x for rows outside).
+template <int TM, int TN>
+__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&a)[TM], const float (&b)[TN]) {
+#pragma unroll
+    for (int j = 0; j < TN; j += 2)
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            acc[i][j + 1] = fmaf(a[i], b[j + 1], acc[i][j + 1]);
+        }
+}
+
+// One whole tile per block: tile blockIdx.x of the grouped rasterisation.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
-    async_tma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+    async_tma_kernel(const __grid_constant__ CUtensorMap map_at, const __grid_constant__ CUtensorMap map_b,
                      GemmArgs p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
@@ -83,14 +113,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     const int KT = int(ceil_div(p.K, BK));
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-    // Tile t goes to stage t % STAGES once every warp has released the tile that was
-    // there (t - STAGES).
+    // k-tile t goes to stage t % STAGES once every warp has released the k-tile that
+    // was there (t - STAGES).
     auto issue = [&](int t) {
         const int s = t % STAGES;
         if (t >= STAGES) mbar_wait(&empty[s], ((t / STAGES) - 1) & 1);
         uint8_t* st = smem + s * Cfg::STAGE_BYTES;
         mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
-        tma_load_2d(st, &map_a, t * BK, m0, &full[s]);
+        tma_load_2d(st, &map_at, m0, t * BK, &full[s]);
         tma_load_2d(st + Cfg::A_BYTES, &map_b, n0, t * BK, &full[s]);
     };
     if (threadIdx.x == 0) {
@@ -105,8 +135,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
 
     const int wm0 = (warp % Cfg::WARPS_M) * Cfg::WM, wn0 = (warp / Cfg::WARPS_M) * Cfg::WN;
     const int lm = lane >> 2, ln = lane & 3;
-    const int a_row = (wm0 + lm) * BK;  // float offset of this lane's first A row
-    const int b_col = wn0 + 4 * ln;
+    const int a_col = wm0 + 4 * lm, b_col = wn0 + 4 * ln;
 
     float acc[TM][TN];
 #pragma unroll
@@ -115,41 +144,29 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
     for (int kt = 0; kt < KT; ++kt) {
-        // Lane 0 of warp 0 is also the copy engine's driver: at tile kt it asks for tile
-        // kt + AHEAD, whose stage held tile kt + AHEAD - STAGES (released by every warp
+        // Lane 0 of warp 0 is also the copy engine's driver: at k-tile kt it asks for
+        // k-tile kt + AHEAD, whose stage held kt + AHEAD - STAGES (released by every warp
         // by now unless one lags that far behind).
         if (threadIdx.x == 0 && kt + Cfg::AHEAD < KT) issue(kt + Cfg::AHEAD);
         const int s = kt % STAGES;
         mbar_wait(&full[s], (kt / STAGES) & 1);
         const float* As = reinterpret_cast<const float*>(smem + s * Cfg::STAGE_BYTES);
         const float* Bs = As + BM * BK;
-        // Fully unrolled: 4096 FFMAs per k-tile for 8 x 16. (Unrolling 1 or 2 groups of 4 k
-        // measured 2-6% slower on the H200: benchmarks/RESULTS.md.)
+        // Fully unrolled: 4096 FFMAs per k-tile for 8 x 16. (Unrolling 8 or 16 k measured
+        // 2.6% and 3.6% slower at 8192^3: RESULTS.md.)
 #pragma unroll
-        for (int g = 0; g < BK / 4; ++g) {
-            // Row wm0 + 8i + lm has row % 8 == lm: its chunk g sits at chunk g ^ lm.
-            const int chunk = 4 * (g ^ lm);
-            float4 a[TM];
+        for (int k = 0; k < BK; ++k) {
+            float4 a4[TM / 4], b4[TN / 4];
 #pragma unroll
-            for (int i = 0; i < TM; ++i) a[i] = *reinterpret_cast<const float4*>(As + a_row + 8 * i * BK + chunk);
+            for (int h = 0; h < TM / 4; ++h) a4[h] = *reinterpret_cast<const float4*>(As + k * BM + a_col + 32 * h);
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                float4 b[TN / 4];
+            for (int q = 0; q < TN / 4; ++q) b4[q] = *reinterpret_cast<const float4*>(Bs + k * BN + b_col + 16 * q);
+            float a[TM], b[TN];
 #pragma unroll
-                for (int q = 0; q < TN / 4; ++q)
-                    b[q] = *reinterpret_cast<const float4*>(Bs + (4 * g + kk) * BN + b_col + 16 * q);
+            for (int i = 0; i < TM; ++i) a[i] = component(a4[i / 4], i % 4);
 #pragma unroll
-                for (int i = 0; i < TM; ++i) {
-                    const float ak = component(a[i], kk);
-#pragma unroll
-                    for (int q = 0; q < TN / 4; ++q) {
-                        acc[i][4 * q + 0] = fmaf(ak, b[q].x, acc[i][4 * q + 0]);
-                        acc[i][4 * q + 1] = fmaf(ak, b[q].y, acc[i][4 * q + 1]);
-                        acc[i][4 * q + 2] = fmaf(ak, b[q].z, acc[i][4 * q + 2]);
-                        acc[i][4 * q + 3] = fmaf(ak, b[q].w, acc[i][4 * q + 3]);
-                    }
-                }
-            }
+            for (int j = 0; j < TN; ++j) b[j] = component(b4[j / 4], j % 4);
+            outer_product(acc, a, b);
         }
         // All of this warp's reads of the stage are done before its one arrival.
         __syncwarp();
@@ -159,7 +176,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     const bool c_vec = p.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int64_t m = int64_t(m0) + wm0 + 8 * i + lm;
+        const int64_t m = int64_t(m0) + a_col + 32 * (i / 4) + i % 4;
         if (m >= p.M) continue;
 #pragma unroll
         for (int q = 0; q < TN / 4; ++q) {
@@ -176,30 +193,169 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
 #endif
 }
 
+// The stream-K tail (stream_k.cuh), launched after the whole tiles on the same stream.
+// A block's range of the tail is shorter than KT steps (the tail has fewer tiles than
+// there are blocks), so it spans at most two tiles: at most two segments, each k-tiles
+// [kb, kb + n) of one tile, parked as a partial tile. Each segment runs exactly the
+// whole-tile kernel's loop from step 0 (the ring drains and its barriers are set up
+// afresh in between): with the ring's step offset carried across segments instead,
+// ptxas scheduled the loop differently (7% more stall cycles per k-tile in the SASS).
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
+    async_tma_tail_kernel(const __grid_constant__ CUtensorMap map_at, const __grid_constant__ CUtensorMap map_b,
+                          GemmArgs p, TailSplit ts) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
+    constexpr int TM = Cfg::TM, TN = Cfg::TN, TILE = BM * BN;
+    extern __shared__ uint8_t smem_raw[];
+    __shared__ TailSegment segments[2];
+    __shared__ int segment_count, last_segment;  // last_segment: this block completes the tile
+    uint8_t* smem = align_smem_1024(smem_raw);
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * Cfg::STAGE_BYTES);
+    uint64_t* empty = full + STAGES;
+
+    const int tiles_m = int(ceil_div(p.M, BM)), tiles_n = int(ceil_div(p.N, BN));
+    const int KT = int(ceil_div(p.K, BK));
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        TailWalker walk(ts, KT);
+        int c = 0;
+        while (c < 2 && walk.next(segments[c])) ++c;
+        segment_count = c;
+    }
+    const int wm0 = (warp % Cfg::WARPS_M) * Cfg::WM, wn0 = (warp / Cfg::WARPS_M) * Cfg::WN;
+    const int lm = lane >> 2, ln = lane & 3;
+    const int a_col = wm0 + 4 * lm, b_col = wn0 + 4 * ln;
+    float acc[TM][TN];
+
+    for (int g = 0; g < 2; ++g) {
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                if (g > 0) mbar_inval(&full[s]), mbar_inval(&empty[s]);
+                mbar_init(&full[s], 1);
+                mbar_init(&empty[s], Cfg::kWarps);
+            }
+            mbar_fence_init();
+        }
+        __syncthreads();
+        if (g >= segment_count) break;
+        int tm, tn;
+        grouped_tile(ts.full_tiles + segments[g].r, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+        const int m0 = tm * BM, n0 = tn * BN, kb = segments[g].kb, n = segments[g].ke - kb;
+        auto issue = [&](int t) {
+            const int s = t % STAGES;
+            if (t >= STAGES) mbar_wait(&empty[s], ((t / STAGES) - 1) & 1);
+            uint8_t* st = smem + s * Cfg::STAGE_BYTES;
+            mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
+            tma_load_2d(st, &map_at, m0, (kb + t) * BK, &full[s]);
+            tma_load_2d(st + Cfg::A_BYTES, &map_b, n0, (kb + t) * BK, &full[s]);
+        };
+        if (threadIdx.x == 0)
+            for (int t = 0; t < Cfg::AHEAD && t < n; ++t) issue(t);
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+        for (int t = 0; t < n; ++t) {
+            if (threadIdx.x == 0 && t + Cfg::AHEAD < n) issue(t + Cfg::AHEAD);
+            const int s = t % STAGES;
+            mbar_wait(&full[s], (t / STAGES) & 1);
+            const float* As = reinterpret_cast<const float*>(smem + s * Cfg::STAGE_BYTES);
+            const float* Bs = As + BM * BK;
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                float4 a4[TM / 4], b4[TN / 4];
+#pragma unroll
+                for (int h = 0; h < TM / 4; ++h) a4[h] = *reinterpret_cast<const float4*>(As + k * BM + a_col + 32 * h);
+#pragma unroll
+                for (int q = 0; q < TN / 4; ++q)
+                    b4[q] = *reinterpret_cast<const float4*>(Bs + k * BN + b_col + 16 * q);
+                float a[TM], b[TN];
+#pragma unroll
+                for (int i = 0; i < TM; ++i) a[i] = component(a4[i / 4], i % 4);
+#pragma unroll
+                for (int j = 0; j < TN; ++j) b[j] = component(b4[j / 4], j % 4);
+                outer_product(acc, a, b);
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[s]);
+        }
+        // Park the partial tile (row-major BM x BN, rows and columns as in the whole-tile
+        // epilogue); the block that completes the tile adds the partials in segment order.
+        const TailSegment u = segments[g];
+        const float* first = ts.partial + int64_t(u.r) * ts.max_segments * TILE;
+        float* part = ts.partial + (int64_t(u.r) * ts.max_segments + u.seg) * TILE;
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int q = 0; q < TN / 4; ++q)
+                *reinterpret_cast<float4*>(part + (a_col + 32 * (i / 4) + i % 4) * BN + b_col + 16 * q) =
+                    make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last_segment = atomicAdd(&ts.counters[u.r], 1u) == unsigned(u.nseg - 1);
+        __syncthreads();
+        if (last_segment) {
+            __threadfence();
+            sum_partials<BM, BN, Cfg::kThreads>(first, u.nseg, int(threadIdx.x), p.C, p.ldc, p.M, p.N, p.alpha,
+                                                 p.beta, m0, n0);
+        }
+        // last_segment is rewritten only after the next segment's barriers.
+    }
+#endif
+}
+
 template <class Cfg>
 static void launch_async_tma(const GemmArgs& p, cudaStream_t stream, Workspace& ws, const char* name) {
     if (!device_is_sm90()) throw ConstraintError(std::string(name) + " needs an sm_90 GPU (Hopper): it uses TMA");
     if (p.M == 0 || p.N == 0) return;
+    // A^T (K x M) is op(A) read transposed: packed unless A is stored that way already.
     int64_t lda = p.lda, ldb = p.ldb;
-    const float* a = tma_readable(p.A, lda, p.trans_a, p.M, p.K, ws, 0, stream);
+    const float* at = tma_readable(p.A, lda, !p.trans_a, p.K, p.M, ws, 0, stream);
     const float* b = tma_readable(p.B, ldb, p.trans_b, p.K, p.N, ws, 2, stream);
-    const CUtensorMap map_a = make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128);
+    const CUtensorMap map_at = make_tma_map_2d(at, p.K, p.M, lda, Cfg::BK, Cfg::BM, TmaLayout::dense);
     const CUtensorMap map_b = make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, Cfg::BN, TmaLayout::dense);
     auto kernel = async_tma_kernel<Cfg>;
     FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-    const unsigned blocks = unsigned(ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN));
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_a, map_b, p);
-    FASTGEMM_CUDA_CHECK_LAUNCH();
+    const int64_t tiles = ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN);
+    if constexpr (Cfg::TAIL_PERCENT == 0) {
+        kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p);
+        FASTGEMM_CUDA_CHECK_LAUNCH();
+    } else {
+        int dev = 0, sms = 0, per_sm = 0;
+        FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+        FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        FASTGEMM_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads, Cfg::SMEM_BYTES));
+        const int64_t round = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+        const TailSplit ts = plan_stream_k_tail(tiles, round, ceil_div(p.K, Cfg::BK), round * Cfg::TAIL_PERCENT / 100,
+                                                size_t(Cfg::BM) * Cfg::BN, true, ws, stream);
+        kernel<<<unsigned(ts.full_tiles), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p);
+        FASTGEMM_CUDA_CHECK_LAUNCH();
+        if (ts.tail_tiles > 0) {
+            auto tail_kernel = async_tma_tail_kernel<Cfg>;
+            FASTGEMM_CUDA_CHECK(
+                cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+            tail_kernel<<<unsigned(round), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p, ts);
+            FASTGEMM_CUDA_CHECK_LAUNCH();
+        }
+    }
 }
 
+// The stream-K tail measured slower than whole tiles for the one-block-per-SM shapes
+// at every size tried on the H200 (2048-8192^3): its kernel stalled on instruction
+// fetch (0.84 "no instruction" per issue against 0.29) and took ~1.6x its share of the
+// work. With two blocks per SM that is hidden, and it paid where the last round was at
+// most three-quarters full (8192^3: 1.025x -> 1.044-1.051x cuBLAS; 6144^3: 1.019x ->
+// 1.034x) but not at 4096^3 (232 of 264: 0.994x whole, 0.987-1.001x split).
 void launch_async_tma_128x256(const GemmArgs& p, cudaStream_t s, Workspace& ws) {
-    launch_async_tma<TmaFfmaConfig<128, 256, 2, 4, 4, 2, 1>>(p, s, ws, "async_tma");
+    launch_async_tma<TmaFfmaConfig<128, 256, 2, 4, 4, 2, 1, 0>>(p, s, ws, "async_tma");
 }
 void launch_async_tma_256x128(const GemmArgs& p, cudaStream_t s, Workspace& ws) {
-    launch_async_tma<TmaFfmaConfig<256, 128, 4, 2, 4, 2, 1>>(p, s, ws, "async_tma_256x128");
+    launch_async_tma<TmaFfmaConfig<256, 128, 4, 2, 4, 2, 1, 0>>(p, s, ws, "async_tma_256x128");
 }
 void launch_async_tma_128x128(const GemmArgs& p, cudaStream_t s, Workspace& ws) {
-    launch_async_tma<TmaFfmaConfig<128, 128, 2, 4, 3, 2, 2>>(p, s, ws, "async_tma_128x128");
+    launch_async_tma<TmaFfmaConfig<128, 128, 2, 4, 3, 2, 2, 75>>(p, s, ws, "async_tma_128x128");
 }
 
 }  // namespace cuda

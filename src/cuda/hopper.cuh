@@ -25,6 +25,11 @@ __device__ __forceinline__ uint8_t* align_smem_1024(uint8_t* smem_raw) {
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
+// Invalidates a barrier so that its memory can be initialised again (no arrivals or
+// transactions may be pending on it).
+__device__ __forceinline__ void mbar_inval(uint64_t* bar) {
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
 // Makes initialised barriers visible to the async proxy (the TMA unit) as well.
 __device__ __forceinline__ void mbar_fence_init() {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");

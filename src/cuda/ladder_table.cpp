@@ -61,13 +61,15 @@ std::vector<LadderEntry> build() {
          dir + "09_async_multistage.cu", "4-stage cp.async, 128x128x8 tile", false, 0});
     add({"async_tma", 9, false, Precision::fp32, 90, launch_async_tma_128x256, {},
          {{"BM", 128}, {"BN", 256}, {"BK", 32}, {"stages", 4}, {"TM", 8}, {"TN", 16}}, dir + "09_async_tma.cu",
-         "TMA copies into a 4-stage mbarrier ring, no block barriers, 128x256 tile, 8x16 per lane; any shape", true, 0});
+         "TMA copies of A^T and B into a 4-stage mbarrier ring, no block barriers, 128x256 tile, 8x16 per lane; "
+         "any shape", true, 0});
     add({"async_tma_256x128", 9, false, Precision::fp32, 90, launch_async_tma_256x128, {},
          {{"BM", 256}, {"BN", 128}, {"BK", 32}, {"stages", 4}, {"TM", 8}, {"TN", 16}}, dir + "09_async_tma.cu",
-         "TMA + mbarrier ring, 256x128 tile, 8x16 per lane; any shape", true, 0});
+         "TMA + mbarrier ring (A^T, B), 256x128 tile, 8x16 per lane; any shape", true, 0});
     add({"async_tma_128x128", 9, false, Precision::fp32, 90, launch_async_tma_128x128, {},
          {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 3}, {"TM", 8}, {"TN", 8}}, dir + "09_async_tma.cu",
-         "TMA + mbarrier ring, 128x128 tile, 8x8 per lane, two blocks per SM; any shape", true, 0});
+         "TMA + mbarrier ring (A^T, B), 128x128 tile, 8x8 per lane, two blocks per SM, "
+         "stream-K tail; any shape", true, 0});
     add({"tf32_mma_sync", 10, false, Precision::tf32, 0, launch_tf32_mma_sync, {},
          {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 32}}, dir + "10_tf32_mma_sync.cu",
          "mma.sync m16n8k8 TF32, double-buffered shared tiles; any shape", true, 0});

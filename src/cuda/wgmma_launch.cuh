@@ -4,8 +4,6 @@
 // and 12_fp32x3_wgmma.cu.
 #pragma once
 
-#include <algorithm>
-
 #include "cuda/cuda_check.hpp"
 #include "cuda/ladder.hpp"
 #include "cuda/operand_prep.cuh"
@@ -67,26 +65,11 @@ void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& 
     FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     const int64_t tiles = ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN);
     const unsigned blocks = unsigned(tiles < sms ? tiles : sms);
-    // Stream-K tail (wgmma_persistent.cuh) when the last round would leave at least half
+    // Stream-K tail (stream_k.cuh) when the last round would leave at least half
     // of the SMs idle. (Splitting fuller last rounds cost more in partial tiles than it
     // saved: tf32 at 4096^3, 116 of 132, measured 0.508 ms against 0.379 ms whole.)
-    TailSplit ts;
-    ts.full_tiles = int(tiles);
-    const int64_t rest = tiles % blocks, KT = ceil_div(p.K, Cfg::BK);
-    if (split_tail && tiles > blocks && rest > 0 && rest <= blocks / 2 && rest * KT >= blocks) {
-        ts.full_tiles = int(tiles - rest);
-        ts.tail_tiles = int(rest);
-        // Partial slots per tile: the most blocks whose ranges meet one tile's KT steps
-        // (the kernel's TailWalker::owner, evaluated here for every tail tile).
-        const int64_t W = rest * KT;
-        auto owner = [&](int64_t i) { return ((i + 1) * int64_t(blocks) - 1) / W; };
-        for (int64_t r = 0; r < rest; ++r)
-            ts.max_segments = std::max(ts.max_segments, int(owner((r + 1) * KT - 1) - owner(r * KT) + 1));
-        const size_t tile_floats = size_t(Cfg::BM) * Cfg::BN;
-        ts.partial = static_cast<float*>(ws.get(3, size_t(rest) * ts.max_segments * tile_floats * sizeof(float)));
-        ts.counters = static_cast<unsigned*>(ws.get(4, size_t(rest) * sizeof(unsigned)));
-        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(ts.counters, 0, size_t(rest) * sizeof(unsigned), stream));
-    }
+    const TailSplit ts = plan_stream_k_tail(tiles, blocks, ceil_div(p.K, Cfg::BK), blocks / 2,
+                                            size_t(Cfg::BM) * Cfg::BN, split_tail, ws, stream);
     kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     if (ts.tail_tiles > 0) {

@@ -36,6 +36,7 @@
 
 #include "cuda/hopper.cuh"
 #include "cuda/raster.cuh"
+#include "cuda/stream_k.cuh"
 #include "cuda/wgmma_gemm.cuh"
 
 namespace fastgemm {
@@ -70,82 +71,6 @@ __device__ __forceinline__ void consumer_bar(int consumer) {
 
 // Barrier among the 256 threads of both consumer warpgroups (id 3).
 __device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
-
-// The stream-K tail (see the header); tail_tiles == 0: every tile whole.
-struct TailSplit {
-    int full_tiles = 0;            // tiles [0, full_tiles) are walked whole, b, b + G, ...
-    int tail_tiles = 0;            // the R tiles after them are dealt out by k-tiles
-    int max_segments = 1;          // partial-tile slots per tail tile
-    float* partial = nullptr;      // tail_tiles * max_segments partial tiles, BM x BN each
-    unsigned* counters = nullptr;  // segments finished per tail tile (zeroed before launch)
-};
-
-// One segment of the tail: k-tiles [kb, ke) of tail tile r (tile full_tiles + r), the
-// seg-th of its nseg segments.
-struct TailSegment {
-    int r, kb, ke, seg, nseg;
-};
-
-// Walks block b's segments of the tail, in order. Producer and consumers walk the same
-// sequence.
-class TailWalker {
-public:
-    __device__ TailWalker(const TailSplit& ts, int KT) : KT_(KT), W_(int64_t(ts.tail_tiles) * KT) {
-        it_ = int64_t(blockIdx.x) * W_ / gridDim.x;
-        hi_ = int64_t(blockIdx.x + 1) * W_ / gridDim.x;
-    }
-    __device__ bool next(TailSegment& u) {
-        if (it_ >= hi_) return false;
-        const int r = int(it_ / KT_);
-        const int64_t begin = int64_t(r) * KT_, end = min(hi_, begin + KT_);
-        const int first = owner(begin), last = owner(begin + KT_ - 1);
-        u = {r, int(it_ - begin), int(end - begin), int(blockIdx.x) - first, last - first + 1};
-        it_ = end;
-        return true;
-    }
-
-private:
-    // The block whose range holds flat step i: the largest b with b W / G <= i.
-    __device__ int owner(int64_t i) const { return int(((i + 1) * gridDim.x - 1) / W_); }
-    int KT_;
-    int64_t W_, it_, hi_;
-};
-
-// The block that completes a split tail tile: C = alpha * (the nseg partial tiles added
-// in segment order) + beta * C. The 256 consumer threads walk the tile in float4 columns
-// (coalesced), eight segments' loads in flight per thread. Out of line: it runs once per
-// split tile. (Scalars by value: a reference to the kernel's GemmArgs would force a local
-// copy of it, and every access to the arguments would then go through local memory.)
-template <class Cfg>
-__device__ __noinline__ void sum_partials(const float* first, int nseg, int ct, float* C, int64_t ldc, int64_t M,
-                                          int64_t N, float alpha, float beta, int64_t m0, int64_t n0) {
-    constexpr int Q_PER_ROW = Cfg::BN / 4, TILE4 = Cfg::BM * Cfg::BN / 4;
-    const float4* src = reinterpret_cast<const float4*>(first);
-    for (int q = ct; q < TILE4; q += 256) {
-        float4 acc[8];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int sg0 = 0; sg0 < nseg; sg0 += 8) {
-#pragma unroll
-            for (int k = 0; k < 8; ++k)
-                if (sg0 + k < nseg) {
-                    const float4 v = __ldcg(src + int64_t(sg0 + k) * TILE4 + q);
-                    acc[k].x += v.x, acc[k].y += v.y, acc[k].z += v.z, acc[k].w += v.w;
-                }
-        }
-#pragma unroll
-        for (int k = 1; k < 8; ++k) acc[0].x += acc[k].x, acc[0].y += acc[k].y, acc[0].z += acc[k].z, acc[0].w += acc[k].w;
-        const int64_t m = m0 + q / Q_PER_ROW, n = n0 + 4 * (q % Q_PER_ROW);
-        if (m >= M) continue;
-        const float v[4] = {acc[0].x, acc[0].y, acc[0].z, acc[0].w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-            if (n + e < N) {
-                float* c = C + m * ldc + n + e;
-                *c = beta == 0.0f ? alpha * v[e] : alpha * v[e] + beta * *c;
-            }
-    }
-}
 
 __device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const float* c) {
     return p.beta == 0.0f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
@@ -402,7 +327,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         consumers_bar();
         if (*last_segment) {
             __threadfence();
-            sum_partials<Cfg>(first, u.nseg, int(threadIdx.x) - 128, p.C, p.ldc, p.M, p.N, p.alpha, p.beta,
+            sum_partials<BM, BN, 256>(first, u.nseg, int(threadIdx.x) - 128, p.C, p.ldc, p.M, p.N, p.alpha, p.beta,
                               int64_t(tm) * BM, int64_t(tn) * BN);
         }
         // The flag is rewritten only after the next segment's first barrier.
