@@ -25,7 +25,7 @@
 // ptxas's schedule of the main loop is fragile: code around it that keeps a few more
 // registers live (a step offset carried in a variable, a division by KT) made it batch
 // each k's six LDS.128 back to back instead of spreading them among the FFMAs, 7% more
-// stall cycles in the SASS and 4-11% slower on the H200, with the same FFMAs. Check the
+// stall cycles in the SASS and 3-12% slower on the H200. Check the
 // SASS (cuobjdump -sass) after touching the loop or what surrounds it.
 //
 // Block: WARPS_M x WARPS_N warps; block tile BM x BN x 32.
@@ -256,6 +256,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         for (int i = 0; i < TM; ++i)
 #pragma unroll
             for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+        // The whole-tile kernel's loop, written out again on purpose: moving it into a
+        // shared __forceinline__ function changed ptxas's allocation of the whole-tile
+        // kernel (171 registers instead of 181, another schedule). Keep the two alike.
         for (int t = 0; t < n; ++t) {
             if (threadIdx.x == 0 && t + Cfg::AHEAD < n) issue(t + Cfg::AHEAD);
             const int s = t % STAGES;
