@@ -1,5 +1,5 @@
 // Stream-K tail, shared by the rungs that run whole tiles in rounds of one block per
-// SM slot (09_async_tma's FFMA kernel, the persistent wgmma kernels).
+// SM slot (09_async_tma's 128x128 FFMA kernel, the persistent wgmma kernels).
 //
 // With T tiles and G blocks resident at once, the last round holds R = T mod G tiles,
 // and while it runs G - R slots idle. The launcher can instead deal the R x KT k-tile
@@ -42,8 +42,6 @@ public:
         it_ = int64_t(blockIdx.x) * W_ / gridDim.x;
         hi_ = int64_t(blockIdx.x + 1) * W_ / gridDim.x;
     }
-    // Skips the first `steps` steps of this block's range (walked already).
-    __device__ void skip(int64_t steps) { it_ += steps; }
     __device__ bool next(TailSegment& u) {
         if (it_ >= hi_) return false;
         const int r = int(it_ / KT_);
