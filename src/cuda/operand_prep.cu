@@ -8,12 +8,13 @@ namespace cuda {
 
 namespace {
 
-// The untransposed form: one thread per 4 consecutive destination elements of a row (16-byte stores; 16-byte
-// loads too when the source row allows it), threads along the destination row. The
-// padding columns of a row are written as zeros so the TMA boxes that cover them read
-// defined values. The pass is bandwidth-bound: 16-byte accesses keep it near the copy
-// rate (the scalar version before it, one element per thread, took ~60 us for a 4096^2
-// split on the H200: ~6% of fp32x3_wgmma's time; the split writes 2 x 64 MB there).
+// The untransposed form: one thread per 4 consecutive destination elements of a row
+// (16-byte stores; 16-byte loads too when the source row allows it), threads along the
+// destination row. The padding columns of a row are written as zeros so the TMA boxes
+// that cover them read defined values. The pass is bandwidth-bound: 16-byte accesses
+// keep it near the copy rate (the scalar version before it, one element per thread,
+// took ~60 us for a 4096^2 split on the H200: ~6% of fp32x3_wgmma's time; the split
+// writes 2 x 64 MB there).
 __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t cols, float* big,
                                        float* small, int64_t ld_dst, PrepMode mode, bool vec_src) {
     const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
