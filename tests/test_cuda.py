@@ -131,6 +131,21 @@ def test_tiled_kernels_alpha_beta_and_constraints(rng, name):
         fastgemm.sgemm(rand(rng, M + 1, K), B, kernel=name, backend="cuda")
 
 
+def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_calls):
+    """C = alpha op(A) B + beta C on random C, then C = op(A) B into NaN-poisoned C
+    (beta = 0 must not read C) `poisoned_calls` times, each against float64."""
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B, C0 = rand(rng, K, N), rand(rng, M, N)
+    what, precision = f"{name} {M}x{N}x{K}", KERNELS[name].precision
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=ta, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, alpha, beta, ta), precision, K, what)
+    for _ in range(poisoned_calls):
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        fastgemm.sgemm(A, B, C, trans_a=ta, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta), precision, K, what)
+
+
 @needs_gpu
 @pytest.mark.parametrize("name", ["tf32_wgmma", "fp32x3_wgmma", "async_tma", "async_tma_128x128"])
 @pytest.mark.parametrize("M,N,K,ta", [(2100, 2000, 97, False), (2300, 1999, 130, True)])
@@ -138,14 +153,7 @@ def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
     # More output tiles than an H200 has SMs (132), so blocks of the persistent kernel
     # run several tiles each through one barrier ring; ragged tiles in m, n and k; with
     # N = 1999 the rows of C are not 16-byte aligned and the epilogue stores scalars.
-    A = rand(rng, K, M) if ta else rand(rng, M, K)
-    B, C0 = rand(rng, K, N), rand(rng, M, N)
-    C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=0.75, beta=-0.5, trans_a=ta, kernel=name, backend="cuda")
-    assert_matches(C, reference(A, B, C0, 0.75, -0.5, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
-    C = np.full((M, N), np.nan, dtype=np.float32)  # beta = 0 must not read C
-    fastgemm.sgemm(A, B, C, trans_a=ta, kernel=name, backend="cuda")
-    assert_matches(C, reference(A, B, None, 1.0, 0.0, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+    check_scaled_then_poisoned(rng, name, M, N, K, ta, 0.75, -0.5, poisoned_calls=1)
 
 
 @needs_gpu
@@ -164,15 +172,8 @@ def test_stream_k_tail(rng, name, M, N, K, ta):
     # finishing a tile's last segment sums them; async_tma_128x128's tail kernel also
     # re-arms its barriers between a block's two segments. Any GPU: the result must be
     # right.
-    A = rand(rng, K, M) if ta else rand(rng, M, K)
-    B, C0 = rand(rng, K, N), rand(rng, M, N)
-    C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=1.25, beta=-0.75, trans_a=ta, kernel=name, backend="cuda")
-    assert_matches(C, reference(A, B, C0, 1.25, -0.75, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
-    for _ in range(2):  # counters are rearmed per call; NaN-poisoned C must not be read
-        C = np.full((M, N), np.nan, dtype=np.float32)
-        fastgemm.sgemm(A, B, C, trans_a=ta, kernel=name, backend="cuda")
-        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta), KERNELS[name].precision, K, f"{name} {M}x{N}x{K}")
+    # Two poisoned calls: the tail's counters are rearmed per call.
+    check_scaled_then_poisoned(rng, name, M, N, K, ta, 1.25, -0.75, poisoned_calls=2)
 
 
 @needs_gpu
