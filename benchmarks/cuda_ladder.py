@@ -5,7 +5,8 @@ command on the GPU machine). Every kernel runs on the same random inputs (one na
 Bench per size), is verified against the float64 reference, then timed with CUDA events
 (median of the timed iterations after warm-up). Prints one table per size:
 
-    python benchmarks/cuda_ladder.py [--sizes 4096,8192] [--iters 20] [--rounds 3] [--json out.json]
+    python benchmarks/cuda_ladder.py [--sizes 4096,8192] [--iters 20] [--rounds 3] [--settle-ms 0]
+                                     [--json out.json]
 
 Ratios are cuBLAS SGEMM time / kernel time (> 1 is faster than cublas), and for tf32
 kernels also against cublas_tf32, from this one run.
@@ -17,6 +18,13 @@ tensor-core kernels up to ~10% slower (power and clocks), so a single pass in la
 order timed the baselines cool and the last rungs warm; interleaving puts every
 kernel, baselines included, through the same conditions. The spread column is
 (slowest - fastest round) / median.
+
+Clocks: the SM MHz and W columns are nvidia-smi's samples (every 50 ms, gpu_telemetry.py)
+averaged over each kernel's timed launches and the 250 ms before them. With
+--settle-ms T every kernel's warm-up runs for T ms (instead of --warmup launches), so
+that it is timed at the clock its own power draw settles at rather than the one its
+predecessor left (at the H200's 700 W limit, TF32 kernels settle ~20% below the
+1980 MHz of a short burst).
 """
 
 from __future__ import annotations
@@ -31,6 +39,10 @@ import time
 
 import fastgemm
 from fastgemm import _fastgemm
+
+from gpu_telemetry import ClockSampler
+
+SETTLE_TAIL_S = 0.25  # the clock window starts this long before a kernel's timed launches
 
 
 def _nvidia_smi(fields: str) -> str:
@@ -48,6 +60,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved passes over the kernel list")
     ap.add_argument("--max-seconds", type=float, default=2.0, help="time cap per kernel (at least 3 iterations)")
+    ap.add_argument("--settle-ms", type=float, default=0.0,
+                    help="run each kernel untimed this long before timing it (steady power state)")
     ap.add_argument("--kernels", default="", help="comma-separated subset (default: all)")
     ap.add_argument("--skip-slow", action="store_true", help="skip kernels over their bench FLOP cap")
     ap.add_argument("--json", default="", help="write every result here")
@@ -61,6 +75,9 @@ def main(argv=None) -> int:
     print(f"# GPU: {status.device}; {props}")
     print(f"# nvidia-smi: {_nvidia_smi('name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu')}")
     print(f"# commit: {os.environ.get('FASTGEMM_COMMIT', 'unknown')}; fastgemm {fastgemm.__version__}")
+    clocks = ClockSampler(props.get("pci bus id", "")).start()
+    if clocks.why_not:
+        print(f"# clocks not sampled: {clocks.why_not}")
     wanted = [k for k in args.kernels.split(",") if k]
     kernels = [k for k in fastgemm.kernels("cuda") if not wanted or k.name in wanted]
     # cuBLAS first: every ratio needs it.
@@ -78,21 +95,29 @@ def main(argv=None) -> int:
                 if k.name in errors:
                     continue
                 t0 = time.perf_counter()
+                warmup, max_seconds = args.warmup, args.max_seconds
+                if args.settle_ms > 0:  # warm-up stops at half of max_seconds (native runner)
+                    warmup, max_seconds = 1 << 30, 2 * args.settle_ms / 1e3
                 try:
-                    r = fastgemm.benchmark(k.name, S, backend="cuda", warmup=args.warmup, iters=args.iters,
-                                           max_seconds=args.max_seconds, bench=bench)
+                    r = fastgemm.benchmark(k.name, S, backend="cuda", warmup=warmup, iters=args.iters,
+                                           max_seconds=max_seconds, bench=bench)
+                    done = time.time()
+                    timed_span = len(r.device_times) * r.host_median
+                    clock = clocks.window(done - timed_span - SETTLE_TAIL_S, done)
                 except Exception as e:  # noqa: BLE001 - report and keep going: one table per run
                     print(f"  {k.name}: ERROR {type(e).__name__}: {e}", flush=True)
                     errors[k.name] = str(e)
                     continue
-                runs[k.name].append((r, time.perf_counter() - t0))
+                runs[k.name].append((r, time.perf_counter() - t0, clock))
+                at = f" at {clock[0]:.0f} MHz {clock[1]:.0f} W" if clock else ""
                 print(f"  round {rnd} {k.name:28s} {r.device_median * 1e3:9.3f} ms rel {r.rel_err:.2e} "
-                      f"{'ok' if r.passed else 'FAIL'}", flush=True)
+                      f"{'ok' if r.passed else 'FAIL'}{at}", flush=True)
         for k in todo:
             if k.name in errors:
                 rows.append(dict(kernel=k.name, error=errors[k.name]))
                 continue
-            rs = [r for r, _ in runs[k.name]]
+            rs = [r for r, _, _ in runs[k.name]]
+            sampled = [c for _, _, c in runs[k.name] if c]
             meds = sorted(r.device_median * 1e3 for r in rs)
             ms = statistics.median(meds)
             if k.name in ("cublas", "cublas_tf32"):
@@ -103,28 +128,35 @@ def main(argv=None) -> int:
                        spread=(meds[-1] - meds[0]) / ms, tflops=flops / ms * 1e-9,
                        rel_err=max(r.rel_err for r in rs), tolerance=rs[0].tolerance,
                        passed=all(r.passed for r in rs), iters=sum(len(r.device_times) for r in rs),
-                       wall_s=sum(w for _, w in runs[k.name]))
+                       wall_s=sum(w for _, w in runs[k.name]),
+                       sm_mhz=statistics.mean(c[0] for c in sampled) if sampled else None,
+                       power_w=statistics.mean(c[1] for c in sampled) if sampled else None)
             rows.append(row)
         for row in rows:
             if "error" not in row:
                 row["x_cublas"] = base["cublas"] / row["device_ms"] if "cublas" in base else None
                 row["x_cublas_tf32"] = base["cublas_tf32"] / row["device_ms"] if "cublas_tf32" in base else None
         results.extend(rows)
+        settle = f", each after {args.settle_ms:.0f} ms untimed" if args.settle_ms > 0 else ""
         print(f"\n## {S}^3, {status.device} (device time: median over {args.rounds} interleaved rounds of the "
-              f"median of up to {args.iters} CUDA-event timings after {args.warmup} warm-ups; ratios from this run)\n")
+              f"median of up to {args.iters} CUDA-event timings after {args.warmup} warm-ups{settle}; "
+              f"ratios from this run)\n")
         print("| kernel | step | precision | device ms | spread | host ms | TFLOP/s | rel err | tolerance | verified "
-              "| x cublas | x cublas_tf32 |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "| x cublas | x cublas_tf32 | SM MHz | W |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if "error" in r:
-                print(f"| {r['kernel']} | | | | | | | | | ERROR: {r['error'][:60]} | | |")
+                print(f"| {r['kernel']} | | | | | | | | | ERROR: {r['error'][:60]} | | | | |")
                 continue
+            mhz = f"{r['sm_mhz']:.0f}" if r["sm_mhz"] else ""
+            watts = f"{r['power_w']:.0f}" if r["power_w"] else ""
             xt = f"{r['x_cublas_tf32']:.3f}" if r["x_cublas_tf32"] and r["precision"] == "tf32" else ""
             print(f"| {r['kernel']} | {r['step']} | {r['precision']} | {r['device_ms']:.3f} | {100 * r['spread']:.1f}% "
                   f"| {r['host_ms']:.3f} "
                   f"| {r['tflops']:.2f} | {r['rel_err']:.2e} | {r['tolerance']:.1e} "
-                  f"| {'yes' if r['passed'] else 'NO'} | {r['x_cublas'] or 0:.3f} | {xt} |")
+                  f"| {'yes' if r['passed'] else 'NO'} | {r['x_cublas'] or 0:.3f} | {xt} | {mhz} | {watts} |")
         print(flush=True)
+    clocks.stop()
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=status.device, properties=props, results=results), f, indent=1)

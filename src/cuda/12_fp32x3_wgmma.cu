@@ -4,8 +4,8 @@
 // small*big in FP32; the small*small term (about 2^-22) is dropped. A is split in a
 // pre-pass into two arrays that TMA streams as two tiles per stage; B is split in
 // registers as its fragment is loaded (see wgmma_gemm.cuh). Three wgmmas per k8 step.
-// Each k-tile's products are accumulated on the tensor cores and then added into FP32
-// registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
+// Each pair of k-tiles' products is accumulated on the tensor cores and then added into
+// FP32 registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
 // accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Persistent, with the
 // shared-memory staged epilogue of wgmma_persistent.cuh. Any shape.
 #include "cuda/wgmma_launch.cuh"

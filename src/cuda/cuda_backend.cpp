@@ -73,6 +73,9 @@ public:
             int clock_khz = 0;
             if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev) == cudaSuccess)
                 s.properties.push_back({"max sm clock", std::to_string(clock_khz / 1000) + " MHz"});
+            char bus_id[32] = {};
+            if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, dev) == cudaSuccess)
+                s.properties.push_back({"pci bus id", bus_id});  // what nvidia-smi and NVML go by
         }
         if (cudaDriverGetVersion(&drv) == cudaSuccess) s.properties.push_back({"driver api", std::to_string(drv)});
         s.properties.push_back({"wgmma rungs", device_is_sm90() ? "yes (sm_90)" : "no: they need sm_90 (Hopper)"});

@@ -42,10 +42,13 @@
 namespace fastgemm {
 namespace cuda {
 
-template <int BM_, bool X3_, bool Staged_>
+template <int BM_, bool X3_, bool Staged_, bool Overlap_ = !X3_, int Promote_ = 2>
 struct WgmmaPersistentConfig {
     static constexpr int BM = BM_, BN = 128, BK = 32;
-    static constexpr bool X3 = X3_, Staged = Staged_;
+    static constexpr bool X3 = X3_, Staged = Staged_, Overlap = Overlap_;
+    static constexpr int PROMOTE = Promote_;  // fp32x3: k-tiles per FP32 promotion (1 or 2)
+    static_assert(!(X3 && Overlap), "fp32x3 reads its products every PROMOTE k-tiles");
+    static_assert(PROMOTE == 1 || PROMOTE == 2, "the k loop runs k-tiles in pairs");
     static constexpr int kThreads = 384;
     static constexpr int A_BYTES = BM * BK * 4;
     static constexpr int B_BOX_BYTES = 32 * BK * 4;  // one 32 (n) x 32 (k) box
@@ -180,11 +183,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
     };
 
-    // One k-tile (global index it); loads the next one's fragments while the wgmmas run
-    // unless this is the tile's last k-tile.
-    auto tile_step = [&](auto parity, int it, bool more) {
+    // k-tile j of a run of nk starting at ring step itb; the next k-tile's fragments are
+    // loaded while its wgmmas run.
+    // - Overlap (tf32): the wgmmas are left in flight. Waiting until at most this
+    //   k-tile's group is pending means the previous k-tile is done, so its fragment
+    //   buffer (the other parity) is refilled and its stage released; the tensor cores
+    //   hold this warpgroup's next k-tile before its last one drains.
+    // - fp32x3: the products of PROMOTE k-tiles gather in dt (restarted at the first),
+    //   then are waited for and added into the FP32 result d. With PROMOTE = 2 the first
+    //   k-tile of a pair stays in flight while the second is issued.
+    auto tile_step = [&](auto parity, int itb, int j, int nk) {
         constexpr int P = decltype(parity)::value;
-        const int s = it % STAGES;
+        const int it = itb + j, s = it % STAGES;
+        const bool more = j + 1 < nk;
+        const bool restart = j % Cfg::PROMOTE == 0, promote = !more || (j + 1) % Cfg::PROMOTE == 0;
         const uint32_t a_addr = smem_addr(smem + s * Cfg::STAGE_BYTES);
         wgmma_fence();
 #pragma unroll
@@ -192,7 +204,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             const uint64_t desc = desc_kmajor_sw128(a_addr + kk * 32);
             if constexpr (Cfg::X3) {
                 const uint64_t desc_small = desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32);
-                wgmma_rs(dt, fs[P][kk], desc, kk == 0 ? 0u : 1u);  // kk == 0 restarts dt
+                wgmma_rs(dt, fs[P][kk], desc, restart && kk == 0 ? 0u : 1u);  // 0 restarts dt
                 wgmma_rs(dt, fb[P][kk], desc_small, 1u);
                 wgmma_rs(dt, fb[P][kk], desc, 1u);
             } else {
@@ -200,16 +212,37 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
         }
         wgmma_commit();
+        auto release = [&](auto q, int it_done) {  // k-tile it_done (fragment parity q) is finished
+#pragma unroll
+            for (int kk = 0; kk < KK; ++kk)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    fence_operand(fb[decltype(q)::value][kk][r]);
+                    if (Cfg::X3) fence_operand(fs[decltype(q)::value][kk][r]);
+                }
+            if (lane == 0) mbar_arrive(&empty[it_done % STAGES]);
+        };
+        if constexpr (Cfg::Overlap) {
+            wgmma_wait<1>();
+            if (j > 0) release(Parity<P ^ 1>{}, it - 1);
+            if (more) load_fragments(Parity<P ^ 1>{}, it + 1);
+            if (!more) {
+                wgmma_wait<0>();
+                release(Parity<P>{}, it);
+            }
+            return;
+        }
+        if (!promote) {  // fp32x3, first of a pair: in flight while the next is issued
+            if (more) load_fragments(Parity<P ^ 1>{}, it + 1);
+            return;
+        }
+        if (!restart) {  // the pair's first k-tile is done: its fragments and stage are free
+            wgmma_wait<1>();
+            release(Parity<P ^ 1>{}, it - 1);
+        }
         if (more) load_fragments(Parity<P ^ 1>{}, it + 1);  // overlaps the wgmmas
         wgmma_wait<0>();
-#pragma unroll
-        for (int kk = 0; kk < KK; ++kk)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) {
-                fence_operand(fb[P][kk][r]);
-                if (Cfg::X3) fence_operand(fs[P][kk][r]);
-            }
-        if (lane == 0) mbar_arrive(&empty[s]);
+        release(Parity<P>{}, it);
         if constexpr (Cfg::X3) {
 #pragma unroll
             for (int i = 0; i < Cfg::ACC; ++i) {
@@ -217,6 +250,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 d[i] += dt[i];
             }
         }
+    };
+
+    // k-tiles [itb, itb + nk) of the ring into d (which the caller has zeroed).
+    auto run_ktiles = [&](int itb, int nk) {
+        if (nk > 0) {
+            load_fragments(Parity<0>{}, itb);
+            for (int j = 0; j < nk; j += 2) {
+                tile_step(Parity<0>{}, itb, j, nk);
+                if (j + 1 < nk) tile_step(Parity<1>{}, itb, j + 1, nk);
+            }
+        }
+        // Nothing is pending here (the last step waited); saying so keeps ptxas from
+        // adding a wait of its own before d is read (info C7517).
+        wgmma_wait<0>();
     };
 
     const bool c_vec = p.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
@@ -228,11 +275,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
 #pragma unroll
         for (int i = 0; i < Cfg::ACC; ++i) d[i] = 0.0f;
-        if (KT > 0) load_fragments(Parity<0>{}, it0);
-        for (int kt = 0; kt < KT; kt += 2) {
-            tile_step(Parity<0>{}, it0 + kt, kt + 1 < KT);
-            if (kt + 1 < KT) tile_step(Parity<1>{}, it0 + kt + 1, kt + 2 < KT);
-        }
+        run_ktiles(it0, KT);
 #pragma unroll
         for (int i = 0; i < Cfg::ACC; ++i) fence_operand(d[i]);
 
@@ -302,11 +345,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         grouped_tile(ts.full_tiles + u.r, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
 #pragma unroll
         for (int i = 0; i < Cfg::ACC; ++i) d[i] = 0.0f;
-        if (nk > 0) load_fragments(Parity<0>{}, it0);
-        for (int j = 0; j < nk; j += 2) {
-            tile_step(Parity<0>{}, it0 + j, j + 1 < nk);
-            if (j + 1 < nk) tile_step(Parity<1>{}, it0 + j + 1, j + 2 < nk);
-        }
+        run_ktiles(it0, nk);
         it0 += nk;
 #pragma unroll
         for (int i = 0; i < Cfg::ACC; ++i) fence_operand(d[i]);
