@@ -20,7 +20,8 @@ kernel, baselines included, through the same conditions. The spread column is
 (slowest - fastest round) / median.
 
 Clocks: the SM MHz and W columns are nvidia-smi's samples (every 50 ms, gpu_telemetry.py)
-averaged over each kernel's timed launches and the 250 ms before them. With
+averaged over each kernel's timed launches (blank when they were too short to be
+sampled; after --settle-ms, the settling run's last 250 ms count too). With
 --settle-ms T every kernel's warm-up runs for T ms (instead of --warmup launches), so
 that it is timed at the clock its own power draw settles at rather than the one its
 predecessor left (at the H200's 700 W limit, TF32 kernels settle ~20% below the
@@ -42,7 +43,10 @@ from fastgemm import _fastgemm
 
 from gpu_telemetry import ClockSampler
 
-SETTLE_TAIL_S = 0.25  # the clock window starts this long before a kernel's timed launches
+# The clock window of a kernel: its timed launches, and before them one sampling period
+# (50 ms) or, after --settle-ms, the settling run's last 250 ms (the same power state;
+# without settling, what precedes the timed launches is verification, GPU mostly idle).
+SAMPLE_SLACK_S, SETTLE_TAIL_S = 0.06, 0.25
 
 
 def _nvidia_smi(fields: str) -> str:
@@ -103,7 +107,8 @@ def main(argv=None) -> int:
                                            max_seconds=max_seconds, bench=bench)
                     done = time.time()
                     timed_span = len(r.device_times) * r.host_median
-                    clock = clocks.window(done - timed_span - SETTLE_TAIL_S, done)
+                    before = SETTLE_TAIL_S if args.settle_ms > 0 else SAMPLE_SLACK_S
+                    clock = clocks.window(done - timed_span - before, done)
                 except Exception as e:  # noqa: BLE001 - report and keep going: one table per run
                     print(f"  {k.name}: ERROR {type(e).__name__}: {e}", flush=True)
                     errors[k.name] = str(e)
@@ -128,7 +133,7 @@ def main(argv=None) -> int:
                        spread=(meds[-1] - meds[0]) / ms, tflops=flops / ms * 1e-9,
                        rel_err=max(r.rel_err for r in rs), tolerance=rs[0].tolerance,
                        passed=all(r.passed for r in rs), iters=sum(len(r.device_times) for r in rs),
-                       wall_s=sum(w for _, w in runs[k.name]),
+                       wall_s=sum(w for _, w, _ in runs[k.name]),
                        sm_mhz=statistics.mean(c[0] for c in sampled) if sampled else None,
                        power_w=statistics.mean(c[1] for c in sampled) if sampled else None)
             rows.append(row)

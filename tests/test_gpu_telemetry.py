@@ -44,3 +44,58 @@ def test_sampler_without_nvidia_smi_says_why_and_reports_nothing(monkeypatch):
     assert s.why_not == "nvidia-smi not found"
     assert s.window(0.0, 1e12) is None
     s.stop()
+
+
+def test_cuda_ladder_prints_clock_columns_and_settles(monkeypatch, capsys):
+    """benchmarks/cuda_ladder.py end to end on a stand-in backend: ratios from the same
+    run, the clock columns from the sampler, and --settle-ms turning the warm-up into a
+    timed one (warm-up count unbounded, stopped by the native runner at max_seconds / 2)."""
+    import cuda_ladder
+
+    class Status:
+        name, available, device, reason = "cuda", True, "StandIn GPU", ""
+        properties = [("pci bus id", "0000:19:00.0")]
+
+    class Kernel:
+        def __init__(self, name, step, precision):
+            self.name, self.ladder_step, self.precision, self.bench_flops_cap = name, step, precision, 1e30
+
+        def accepts(self, *shape):
+            return True
+
+    class Result:
+        def __init__(self, ms):
+            self.device_times = [ms / 1e3] * 5
+            self.device_median = self.device_min = ms / 1e3
+            self.host_median = ms / 1e3 + 1e-5
+            self.rel_err, self.passed, self.tolerance = 1e-6, True, 1e-4
+
+    calls = []
+
+    def benchmark(name, S, **kw):
+        calls.append((name, kw))
+        return Result({"cublas": 2.0, "cublas_tf32": 0.4, "rung": 1.6}[name])
+
+    class Sampler(gpu_telemetry.ClockSampler):
+        def start(self):
+            import time
+            now = time.time()
+            self.samples = [(now + 0.01 * i, 1500.0, 690.0) for i in range(-100, 2000)]
+            return self
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(cuda_ladder.fastgemm, "backends", lambda: [Status()])
+    monkeypatch.setattr(cuda_ladder.fastgemm, "kernels",
+                        lambda backend: [Kernel("rung", 9, "fp32"), Kernel("cublas", 0, "fp32"),
+                                         Kernel("cublas_tf32", 0, "tf32")])
+    monkeypatch.setattr(cuda_ladder.fastgemm, "benchmark", benchmark)
+    monkeypatch.setattr(cuda_ladder._fastgemm, "Bench", lambda *args: object())
+    monkeypatch.setattr(cuda_ladder, "ClockSampler", Sampler)
+    assert cuda_ladder.main(["--sizes", "64", "--rounds", "2", "--settle-ms", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "| SM MHz | W |" in out
+    assert "| rung | 9 | fp32 | 1.600 |" in out and "| 1.250 |  | 1500 | 690 |" in out
+    assert [name for name, _ in calls] == ["cublas", "cublas_tf32", "rung"] * 2  # baselines first
+    assert all(kw["warmup"] == 1 << 30 and kw["max_seconds"] == 0.02 for _, kw in calls)
