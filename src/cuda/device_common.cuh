@@ -61,11 +61,33 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // Round to the nearest TF32 value (10 mantissa bits), returned as the fp32 bit pattern
 // the tensor cores read. Rounding (rather than letting the unit drop the low bits)
-// halves the representation error.
+// halves the representation error. sm_90 has a conversion instruction for ties-to-even
+// (cvt.rn, one F2FP.TF32); sm_80's only form, ties-away (cvt.rna), is three integer
+// instructions (a finiteness test, an add of half an ulp, a mask), and in the wgmma
+// rungs' k loop, which rounds 16 B values per thread per k-tile, those were a fifth of
+// all instructions.
 __device__ __forceinline__ uint32_t to_tf32(float x) {
     uint32_t r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+#else
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+#endif
     return r;
+}
+
+// The fp32x3 split of x: big = tf32(x), small = tf32(x - big), so that big + small is x
+// to about 2^-22 relative. A non-finite x keeps its value in big alone (small = 0):
+// x - big is NaN for x = +-Inf, and would turn every product with it into NaN instead
+// of +-Inf. (An x within 2^-12 relative of FLT_MAX rounds to big = Inf: the split's
+// range ends just short of FP32's.)
+struct Tf32Split {
+    uint32_t big, small;
+};
+__device__ __forceinline__ Tf32Split split_tf32(float x) {
+    const uint32_t big = to_tf32(x);
+    const float b = __uint_as_float(big);
+    return {big, isfinite(b) ? to_tf32(x - b) : 0u};
 }
 
 }  // namespace cuda

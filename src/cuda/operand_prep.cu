@@ -33,8 +33,9 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         if (mode == PrepMode::split) {
-            b[i] = __uint_as_float(to_tf32(v[i]));
-            s[i] = __uint_as_float(to_tf32(v[i] - b[i]));
+            const Tf32Split t = split_tf32(v[i]);
+            b[i] = __uint_as_float(t.big);
+            s[i] = __uint_as_float(t.small);
         } else {
             b[i] = v[i];
             s[i] = 0.0f;
@@ -68,9 +69,9 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
         if (r >= rows || c >= ld_dst) continue;
         const float v = tile[tx][y];
         if (mode == PrepMode::split) {
-            const float b = __uint_as_float(to_tf32(v));
-            big[r * ld_dst + c] = b;
-            small[r * ld_dst + c] = __uint_as_float(to_tf32(v - b));
+            const Tf32Split t = split_tf32(v);
+            big[r * ld_dst + c] = __uint_as_float(t.big);
+            small[r * ld_dst + c] = __uint_as_float(t.small);
         } else {
             big[r * ld_dst + c] = v;
         }

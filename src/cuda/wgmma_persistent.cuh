@@ -97,6 +97,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     const int tiles_m = int(ceil_div(p.M, BM)), tiles_n = int(ceil_div(p.N, BN));
     const int KT = int(ceil_div(p.K, BK));
+    // Ring step it (>= 0) uses stage it % STAGES for the (it / STAGES)-th time; unsigned,
+    // so that both are a mask and a shift.
+    auto stage_of = [](int it) { return int(unsigned(it) % STAGES); };
+    auto phase_of = [](int it) { return (unsigned(it) / STAGES) & 1u; };
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -118,8 +122,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
                 const int m0 = tm * BM, n0 = tn * BN;
                 for (int kt = kb; kt < ke; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
+                    const int s = stage_of(it);
+                    if (it >= STAGES) mbar_wait(&empty[s], phase_of(it - STAGES));
                     uint8_t* st = smem + s * Cfg::STAGE_BYTES;
                     mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
                     tma_load_2d(st, &map_a, kt * BK, m0, &full[s]);
@@ -170,16 +174,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
     auto load_fragments = [&](auto parity, int it) {
         constexpr int P = decltype(parity)::value;
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
+        const int s = stage_of(it);
+        mbar_wait(&full[s], phase_of(it));
         const uint8_t* bt = smem + s * Cfg::STAGE_BYTES + (Cfg::X3 ? 2 : 1) * Cfg::A_BYTES;
 #pragma unroll
         for (int kk = 0; kk < KK; ++kk)
 #pragma unroll
             for (int r = 0; r < 4; ++r) {
                 const float v = *reinterpret_cast<const float*>(bt + frag_off[r & 1][r >> 1] + kk * 1024);
-                fb[P][kk][r] = to_tf32(v);
-                if (Cfg::X3) fs[P][kk][r] = to_tf32(v - __uint_as_float(fb[P][kk][r]));
+                if constexpr (Cfg::X3) {
+                    const Tf32Split t = split_tf32(v);
+                    fb[P][kk][r] = t.big;
+                    fs[P][kk][r] = t.small;
+                } else {
+                    fb[P][kk][r] = to_tf32(v);
+                }
             }
     };
 
@@ -194,7 +203,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     //   k-tile of a pair stays in flight while the second is issued.
     auto tile_step = [&](auto parity, int itb, int j, int nk) {
         constexpr int P = decltype(parity)::value;
-        const int it = itb + j, s = it % STAGES;
+        const int it = itb + j, s = stage_of(it);
         const bool more = j + 1 < nk;
         const bool restart = j % Cfg::PROMOTE == 0, promote = !more || (j + 1) % Cfg::PROMOTE == 0;
         const uint32_t a_addr = smem_addr(smem + s * Cfg::STAGE_BYTES);
@@ -220,7 +229,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     fence_operand(fb[decltype(q)::value][kk][r]);
                     if (Cfg::X3) fence_operand(fs[decltype(q)::value][kk][r]);
                 }
-            if (lane == 0) mbar_arrive(&empty[it_done % STAGES]);
+            if (lane == 0) mbar_arrive(&empty[stage_of(it_done)]);
         };
         if constexpr (Cfg::Overlap) {
             wgmma_wait<1>();
