@@ -131,6 +131,57 @@ def test_tiled_kernels_alpha_beta_and_constraints(rng, name):
         fastgemm.sgemm(rand(rng, M + 1, K), B, kernel=name, backend="cuda")
 
 
+@needs_gpu
+@pytest.mark.parametrize("name", [n for n in KERNELS if KERNELS[n].constraints])
+def test_host_arrays_with_unaligned_rows_are_packed(rng, name):
+    """The vectorized rungs need 16-byte aligned device rows; host arrays are copied to the
+    device in the backend's own layout, so views with odd row pitches still run."""
+    info = KERNELS[name]
+    M, N, K = _constrained_shape(info, (128, 128, 32))
+    A = rand(rng, M, K + 1)[:, 1:]   # row pitch K + 1 floats, offset by one
+    B = rand(rng, K, N + 3)[:, :N]   # row pitch N + 3
+    buf = rand(rng, M, N + 1)
+    C = buf[:, :N]                   # row pitch N + 1: not a multiple of 16 bytes
+    C0 = C.copy()
+    fastgemm.sgemm(A, B, C, alpha=1.5, beta=-0.5, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 1.5, -0.5), info.precision, K, name)
+
+
+def ieee_reference(A, B):
+    """float64 A @ B with IEEE special values: Inf * 0 = NaN, Inf - Inf = NaN."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.zeros((A.shape[0], B.shape[1]))
+        for k in range(A.shape[1]):
+            out += A[:, k, None].astype(np.float64) * B[None, k, :].astype(np.float64)
+    return out
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
+    """NaN in A poisons its row of C, Inf in A or B gives +-Inf along its row or column,
+    Inf * 0 gives NaN; everything else stays finite and right. fp32x3 cannot carry an
+    Inf through its split and must fall back to plain FP32 (nonfinite.cuh)."""
+    info = KERNELS[name]
+    if name.startswith("cublas") and not _cublas_ok():
+        pytest.skip("cuBLAS not loadable here")
+    M, N, K = _constrained_shape(info, (300, 260, 200))
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    A[5, 7] = np.inf
+    A[17, 3] = np.nan
+    B[11, 40] = -np.inf
+    B[9, :] = 0.0
+    A[23, 9] = np.inf                # meets the zero row of B: row 23 of C is NaN
+    C = np.full((M, N), 7.0, dtype=np.float32)
+    fastgemm.sgemm(A, B, C, kernel=name, backend="cuda")
+    ref = ieee_reference(A, B)
+    for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
+        assert np.array_equal(test(C), test(ref)), f"{name}: {what} pattern differs"
+    finite = np.isfinite(ref)
+    assert finite.sum() > M * N // 2
+    assert_matches(C[finite], ref[finite], info.precision, K, name)
+
+
 def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_calls):
     """C = alpha op(A) B + beta C on random C, then C = op(A) B into NaN-poisoned C
     (beta = 0 must not read C) `poisoned_calls` times, each against float64."""

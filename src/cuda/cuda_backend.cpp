@@ -6,6 +6,12 @@
 // CUDA events (device time) and a steady clock around launch + synchronise (host time);
 // finish() downloads C's M x N elements into the caller's C (rows of ldc, so the gaps
 // between rows are left untouched).
+//
+// The device copies are laid out by the backend, not by the caller: rows padded to a
+// multiple of 4 floats (16 bytes; padding zeroed), whatever the host arrays' leading
+// dimensions or offsets. The vectorized rungs' alignment constraint is about device
+// memory, so it holds for every host array (a C view with an odd row pitch included);
+// CUDA arrays passed in place (interop.cpp) are checked as they are.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -99,24 +105,19 @@ public:
         const std::string why = unavailable_reason();
         if (!why.empty()) throw BackendUnavailableError("cuda: " + why);
         stream_ = backend_stream();
-        const size_t na = size_t(p.a_span()), nb = size_t(p.b_span()), nc = size_t(p.c_span());
-        dA_ = acquire_device_buffer(na * sizeof(float));
-        dB_ = acquire_device_buffer(nb * sizeof(float));
-        dC_ = acquire_device_buffer(nc * sizeof(float));
-        if (na) FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dA_.data(), A, na * 4, cudaMemcpyHostToDevice, stream_));
-        if (nb) FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dB_.data(), B, nb * 4, cudaMemcpyHostToDevice, stream_));
-        if (p.beta != 0.0f && nc) {
-            // Every run() starts from the caller's C, so repeated timed runs give one result.
-            dC0_ = acquire_device_buffer(nc * sizeof(float));
-            FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dC0_.data(), C, nc * 4, cudaMemcpyHostToDevice, stream_));
-        }
+        lda_ = padded_ld(p.a_cols()), ldb_ = padded_ld(p.b_cols()), ldc_ = padded_ld(p.N);
+        dA_ = upload(A, p.a_rows(), p.a_cols(), p.lda, lda_);
+        dB_ = upload(B, p.b_rows(), p.b_cols(), p.ldb, ldb_);
+        dC_ = acquire_device_buffer(size_t(p.M) * ldc_ * sizeof(float));
+        // Every run() starts from the caller's C, so repeated timed runs give one result.
+        if (p.beta != 0.0f) dC0_ = upload(C, p.M, p.N, p.ldc, ldc_);
         FASTGEMM_CUDA_CHECK(cudaEventCreate(&start_));
         FASTGEMM_CUDA_CHECK(cudaEventCreate(&stop_));
         FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
         args_.M = p.M, args_.N = p.N, args_.K = p.K;
-        args_.A = dA_.data(), args_.lda = p.lda;
-        args_.B = dB_.data(), args_.ldb = p.ldb;
-        args_.C = dC_.data(), args_.ldc = p.ldc;
+        args_.A = dA_.data(), args_.lda = lda_;
+        args_.B = dB_.data(), args_.ldb = ldb_;
+        args_.C = dC_.data(), args_.ldc = ldc_;
         args_.trans_a = p.trans_a, args_.trans_b = p.trans_b;
         args_.alpha = p.alpha, args_.beta = p.beta;
     }
@@ -126,8 +127,8 @@ public:
         cudaEventDestroy(stop_);
     }
     Timing run() override {
-        if (p_.beta != 0.0f && p_.c_span())
-            FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dC_.data(), dC0_.data(), size_t(p_.c_span()) * 4,
+        if (p_.beta != 0.0f && p_.M > 0 && p_.N > 0)
+            FASTGEMM_CUDA_CHECK(cudaMemcpyAsync(dC_.data(), dC0_.data(), size_t(p_.M) * ldc_ * 4,
                                                 cudaMemcpyDeviceToDevice, stream_));
         const auto h0 = std::chrono::steady_clock::now();
         FASTGEMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
@@ -144,14 +145,29 @@ public:
     }
     void finish() override {
         if (p_.M == 0 || p_.N == 0) return;
-        FASTGEMM_CUDA_CHECK(cudaMemcpy2DAsync(hostC_, size_t(p_.ldc) * 4, dC_.data(), size_t(p_.ldc) * 4,
+        FASTGEMM_CUDA_CHECK(cudaMemcpy2DAsync(hostC_, size_t(p_.ldc) * 4, dC_.data(), size_t(ldc_) * 4,
                                               size_t(p_.N) * 4, size_t(p_.M), cudaMemcpyDeviceToHost, stream_));
         FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
 
 private:
+    static int64_t padded_ld(int64_t cols) { return (cols + 3) / 4 * 4; }
+    // A rows x cols host matrix (leading dimension ld_host) as a device matrix with
+    // leading dimension ld_dev; the padding columns are zeroed, so no kernel reads garbage
+    // past a row's end.
+    DeviceBuffer upload(const float* host, int64_t rows, int64_t cols, int64_t ld_host, int64_t ld_dev) {
+        DeviceBuffer d = acquire_device_buffer(size_t(rows) * ld_dev * sizeof(float));
+        if (rows == 0 || cols == 0) return d;
+        if (ld_dev != cols)
+            FASTGEMM_CUDA_CHECK(cudaMemsetAsync(d.data(), 0, size_t(rows) * ld_dev * sizeof(float), stream_));
+        FASTGEMM_CUDA_CHECK(cudaMemcpy2DAsync(d.data(), size_t(ld_dev) * 4, host, size_t(ld_host) * 4,
+                                              size_t(cols) * 4, size_t(rows), cudaMemcpyHostToDevice, stream_));
+        return d;
+    }
+
     const LadderEntry& entry_;
     Problem p_;
+    int64_t lda_ = 0, ldb_ = 0, ldc_ = 0;
     float* hostC_;
     cudaStream_t stream_ = nullptr;
     DeviceBuffer dA_, dB_, dC_, dC0_;

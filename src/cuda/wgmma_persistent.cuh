@@ -81,12 +81,15 @@ __device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const flo
 
 // Tail = false: the whole tiles [0, ts.full_tiles). Tail = true: the stream-K tail only,
 // launched after it on the same stream (a separate kernel, so that the whole-tile loop is
-// compiled exactly as without a tail).
+// compiled exactly as without a tail). `skip` (fp32x3; else null): the kernel does
+// nothing when *skip != 0, i.e. when the inputs hold a NaN or an infinity, which the
+// split cannot carry (nonfinite.cuh).
 template <class Cfg, bool Tail>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
-                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts) {
+                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts, const int* skip) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (skip != nullptr && *skip != 0) return;
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = align_smem_1024(smem_raw);
