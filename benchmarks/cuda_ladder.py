@@ -19,9 +19,10 @@ order timed the baselines cool and the last rungs warm; interleaving puts every
 kernel, baselines included, through the same conditions. The spread column is
 (slowest - fastest round) / median.
 
-Clocks: the SM MHz and W columns are nvidia-smi's samples (every 50 ms, gpu_telemetry.py)
-averaged over each kernel's timed launches (blank when they were too short to be
-sampled; after --settle-ms, the settling run's last 250 ms count too). With
+Clocks: the SM MHz and W columns are nvidia-smi's samples (every 50 ms, instantaneous
+board power where the driver reports it; gpu_telemetry.py) averaged over each kernel's
+timed launches (blank when they were too short to be sampled; after --settle-ms, the
+settling run's last 250 ms count too). With
 --settle-ms T every kernel's warm-up runs for T ms (instead of --warmup launches), so
 that it is timed at the clock its own power draw settles at rather than the one its
 predecessor left (at the H200's 700 W limit, TF32 kernels settle ~20% below the
@@ -43,10 +44,11 @@ from fastgemm import _fastgemm
 
 from gpu_telemetry import ClockSampler
 
-# The clock window of a kernel: its timed launches, and before them one sampling period
-# (50 ms) or, after --settle-ms, the settling run's last 250 ms (the same power state;
-# without settling, what precedes the timed launches is verification, GPU mostly idle).
-SAMPLE_SLACK_S, SETTLE_TAIL_S = 0.06, 0.25
+# The clock window of a kernel: its timed launches, and after --settle-ms the settling
+# run's last 250 ms too (the same kernel in the same power state). Without settling,
+# what precedes the timed launches is mostly verification with the GPU idle, so a span
+# shorter than the 50 ms sampling period often gets no sample and a blank cell.
+SETTLE_TAIL_S = 0.25
 
 
 def _nvidia_smi(fields: str) -> str:
@@ -82,6 +84,8 @@ def main(argv=None) -> int:
     clocks = ClockSampler(props.get("pci bus id", "")).start()
     if clocks.why_not:
         print(f"# clocks not sampled: {clocks.why_not}")
+    else:
+        print(f"# clocks: nvidia-smi clocks.sm and {clocks.power_field} every {clocks.period_ms} ms")
     wanted = [k for k in args.kernels.split(",") if k]
     kernels = [k for k in fastgemm.kernels("cuda") if not wanted or k.name in wanted]
     # cuBLAS first: every ratio needs it.
@@ -107,7 +111,7 @@ def main(argv=None) -> int:
                                            max_seconds=max_seconds, bench=bench)
                     done = time.time()
                     timed_span = len(r.device_times) * r.host_median
-                    before = SETTLE_TAIL_S if args.settle_ms > 0 else SAMPLE_SLACK_S
+                    before = SETTLE_TAIL_S if args.settle_ms > 0 else 0.0
                     clock = clocks.window(done - timed_span - before, done)
                 except Exception as e:  # noqa: BLE001 - report and keep going: one table per run
                     print(f"  {k.name}: ERROR {type(e).__name__}: {e}", flush=True)

@@ -9,7 +9,9 @@ prints both.
 One `nvidia-smi --query-gpu ... -lms N` process samples for the whole run; window()
 averages the samples taken in a span of wall-clock time. The samples carry nvidia-smi's
 own timestamps (local time, millisecond resolution), so pipe buffering does not shift
-them.
+them. Power is `power.draw.instant` where the driver has it: plain `power.draw` is an
+average over the last second on current drivers, which after a short timed span mostly
+reports what ran before it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from typing import List, Optional, Tuple
 Sample = Tuple[float, float, float]  # (unix time, SM MHz, board W)
 
 
+POWER_FIELDS = ("power.draw.instant", "power.draw")  # preferred first
+
+
 def parse_sample(line: str) -> Optional[Sample]:
-    """One line of `--query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader,nounits`."""
+    """One line of `--query-gpu=timestamp,clocks.sm,<power field> --format=csv,noheader,nounits`."""
     parts = [p.strip() for p in line.split(",")]
     if len(parts) != 3:
         return None
@@ -65,6 +70,7 @@ class ClockSampler:
         self.period_ms = period_ms
         self.samples: List[Sample] = []
         self.why_not = ""
+        self.power_field = ""
         self._proc: Optional[subprocess.Popen] = None
         self._reader: Optional[threading.Thread] = None
         self._lock = threading.Lock()
@@ -80,8 +86,10 @@ class ClockSampler:
         except (OSError, subprocess.SubprocessError) as e:
             self.why_not = f"nvidia-smi failed: {e}"
             return self
-        cmd = [exe, "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits",
-               f"-lms={self.period_ms}", f"--id={nvidia_smi_index(self.pci_bus_id, listing)}"]
+        gpu = nvidia_smi_index(self.pci_bus_id, listing)
+        self.power_field = self._first_supported(exe, gpu)
+        cmd = [exe, f"--query-gpu=timestamp,clocks.sm,{self.power_field}", "--format=csv,noheader,nounits",
+               f"-lms={self.period_ms}", f"--id={gpu}"]
         try:
             self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         except OSError as e:
@@ -91,6 +99,20 @@ class ClockSampler:
         self._reader.start()
         time.sleep(0.5)  # nvidia-smi's start-up; the first kernels are baselines warming anyway
         return self
+
+    @staticmethod
+    def _first_supported(exe: str, gpu: str) -> str:
+        """The first of POWER_FIELDS this driver answers with a number (older ones reject
+        power.draw.instant as an invalid field)."""
+        for field in POWER_FIELDS:
+            try:
+                out = subprocess.run([exe, f"--query-gpu=timestamp,clocks.sm,{field}", "--format=csv,noheader,nounits",
+                                      f"--id={gpu}"], capture_output=True, text=True, timeout=20)
+            except (OSError, subprocess.SubprocessError):
+                continue
+            if out.returncode == 0 and parse_sample(out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""):
+                return field
+        return POWER_FIELDS[-1]
 
     def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None

@@ -99,3 +99,16 @@ def test_cuda_ladder_prints_clock_columns_and_settles(monkeypatch, capsys):
     assert "| rung | 9 | fp32 | 1.600 |" in out and "| 1.250 |  | 1500 | 690 |" in out
     assert [name for name, _ in calls] == ["cublas", "cublas_tf32", "rung"] * 2  # baselines first
     assert all(kw["warmup"] == 1 << 30 and kw["max_seconds"] == 0.02 for _, kw in calls)
+
+
+@pytest.mark.parametrize("knows_instant,expected", [(True, "power.draw.instant"), (False, "power.draw")])
+def test_power_field_falls_back_where_the_driver_lacks_instant_power(tmp_path, knows_instant, expected):
+    """Current drivers average power.draw over a second; power.draw.instant is preferred,
+    and an older driver that rejects it gets power.draw."""
+    fake = tmp_path / "nvidia-smi"
+    reject = "" if knows_instant else (
+        'case "$*" in *power.draw.instant*) echo \'Field "power.draw.instant" is not a valid field to query.\'; '
+        "exit 2;; esac\n")
+    fake.write_text("#!/bin/sh\n" + reject + "echo '2026/11/29 20:45:53.081, 1980, 612.50'\n")
+    fake.chmod(0o755)
+    assert gpu_telemetry.ClockSampler._first_supported(str(fake), "0") == expected
