@@ -6,7 +6,7 @@
 // warp (lane = 4*group + t reads row group, column t) hit 32 distinct banks. Tiles are
 // double-buffered: the global loads of the next tile go to registers before the
 // current one is computed and to the other shared buffer after it, one barrier per
-// step. Operands are rounded to TF32 (cvt.rna) when fragments are loaded.
+// step. Operands are rounded to TF32 (to_tf32: nearest) when fragments are loaded.
 // Serves any shape: loads are bounds-checked (zeros outside), 16-byte vector loads are
 // used when the shape and alignment allow and no operand is transposed; transposes,
 // alpha and beta are handled by the scalar path and the epilogue.

@@ -24,8 +24,8 @@
 // which makes the 32 lanes' scalar loads hit 32 distinct banks under the swizzle.
 //
 // fp32x3 (X3): A arrives pre-split into TF32 big and small parts (two tiles per stage);
-// B's fragment is split in registers (big = rna(b), small = rna(b - big)); three
-// products big*big + big*small + small*big per k8 step go into a per-k-tile tensor-core
+// B's fragment is split in registers (split_tf32: big = tf32(b), small = tf32(b - big));
+// three products big*big + big*small + small*big per k8 step go into a tensor-core
 // accumulator that is then added into the FP32 result with round-to-nearest adds: the
 // tensor cores' own accumulation rounds towards zero, and over K/8 x 3 steps that bias
 // grew the error linearly with K (2.9e-5 at K = 4096, measured). Promoting every
