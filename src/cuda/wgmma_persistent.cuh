@@ -42,12 +42,15 @@
 namespace fastgemm {
 namespace cuda {
 
-template <int BM_, bool X3_, bool Staged_, bool Overlap_ = !X3_, int Promote_ = 2>
+template <int BM_, bool X3_, bool Staged_>
 struct WgmmaPersistentConfig {
     static constexpr int BM = BM_, BN = 128, BK = 32;
-    static constexpr bool X3 = X3_, Staged = Staged_, Overlap = Overlap_;
-    static constexpr int PROMOTE = Promote_;  // fp32x3: k-tiles per FP32 promotion (1 or 2)
-    static_assert(!(X3 && Overlap), "fp32x3 reads its products every PROMOTE k-tiles");
+    static constexpr bool X3 = X3_, Staged = Staged_;
+    // tf32 leaves each k-tile's wgmmas in flight until the next k-tile's are issued;
+    // fp32x3 must read its tensor-core partial sums, every PROMOTE k-tiles (1 or 2; 1 is
+    // 4-13% slower, with error 3.1e-7 instead of 4.8e-7 at 4096^3: benchmarks/RESULTS.md).
+    static constexpr bool Overlap = !X3;
+    static constexpr int PROMOTE = 2;
     static_assert(PROMOTE == 1 || PROMOTE == 2, "the k loop runs k-tiles in pairs");
     static constexpr int kThreads = 384;
     static constexpr int A_BYTES = BM * BK * 4;
