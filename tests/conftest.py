@@ -47,6 +47,27 @@ def reference(A, B, C=None, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
     return out
 
 
+def ieee_reference(a, b, c, alpha, beta, trans_a, trans_b):
+    """alpha*op(A)op(B) + beta*C with every product formed (no BLAS underneath), in float64:
+    Inf*0 = NaN, Inf + -Inf = NaN, NaN anywhere in a dot product gives NaN."""
+    a = a.astype(np.float64).T if trans_a else a.astype(np.float64)
+    b = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+    M, K = a.shape
+    N = b.shape[1]
+    if alpha == 0.0 or K == 0:
+        core = np.zeros((M, N))  # reference BLAS returns early: A and B are not read
+    else:
+        core = np.zeros((M, N))
+        with np.errstate(invalid="ignore", over="ignore"):
+            for k in range(K):  # every product formed: no BLAS shortcut underneath
+                core += a[:, k, None] * b[None, k, :]
+            core = alpha * core
+    if beta != 0.0:  # beta == 0: C is not read
+        with np.errstate(invalid="ignore", over="ignore"):
+            core = core + beta * c.astype(np.float64)
+    return core
+
+
 def assert_matches(C, ref, precision="fp32", K=1, what=""):
     """Relative Frobenius error within the precision class's tolerance, no NaN/Inf. The
     error is relative to the reference's magnitude (see Reference) when it has one."""

@@ -11,7 +11,7 @@ import fastgemm
 from fastgemm import _fastgemm
 from fastgemm.errors import ConstraintError
 
-from conftest import assert_matches, rand, reference
+from conftest import assert_matches, ieee_reference, rand, reference
 
 BUILT = bool(getattr(_fastgemm, "built_with_cuda", False))
 pytestmark = pytest.mark.skipif(not BUILT, reason="fastgemm was built without the cuda backend (no nvcc)")
@@ -34,6 +34,12 @@ KERNELS = {k.name: k for k in fastgemm.kernels("cuda")} if BUILT else {}
 def _cublas_ok():
     props = dict(_status().properties)
     return props.get("cublas", "").startswith("loaded")
+
+
+def _skip_without_cublas():
+    """cuBLAS is loaded at run time (an optional library): skip, saying why, when it is not."""
+    if not _cublas_ok():
+        pytest.skip("cuBLAS could not be loaded: " + dict(_status().properties)["cublas"])
 
 
 def _constrained_shape(info, base=(96, 80, 40)):
@@ -77,8 +83,8 @@ def test_registry_lists_ladder_and_baselines():
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_matches_float64(rng, name):
     info = KERNELS[name]
-    if name.startswith("cublas") and not _cublas_ok():
-        pytest.skip("cuBLAS could not be loaded: " + dict(_status().properties)["cublas"])
+    if name.startswith("cublas"):
+        _skip_without_cublas()
     M, N, K = _constrained_shape(info, (256, 256, 96))
     A, B = rand(rng, M, K), rand(rng, K, N)
     C = np.full((M, N), np.nan, dtype=np.float32)  # poisoned: beta = 0 must not read it
@@ -106,8 +112,8 @@ def test_any_shape_kernels_edge_shapes(rng, name, shape):
 @pytest.mark.parametrize("name", ANY_SHAPE + ["cublas"])
 @pytest.mark.parametrize("ta,tb", [(True, False), (False, True), (True, True)])
 def test_transposes_alpha_beta(rng, name, ta, tb):
-    if name == "cublas" and not _cublas_ok():
-        pytest.skip("cuBLAS could not be loaded")
+    if name == "cublas":
+        _skip_without_cublas()
     M, N, K = 131, 97, 75
     A = rand(rng, K, M) if ta else rand(rng, M, K)
     B = rand(rng, N, K) if tb else rand(rng, K, N)
@@ -147,15 +153,6 @@ def test_host_arrays_with_unaligned_rows_are_packed(rng, name):
     assert_matches(C, reference(A, B, C0, 1.5, -0.5), info.precision, K, name)
 
 
-def ieee_reference(A, B):
-    """float64 A @ B with IEEE special values: Inf * 0 = NaN, Inf - Inf = NaN."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = np.zeros((A.shape[0], B.shape[1]))
-        for k in range(A.shape[1]):
-            out += A[:, k, None].astype(np.float64) * B[None, k, :].astype(np.float64)
-    return out
-
-
 @needs_gpu
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
@@ -163,8 +160,8 @@ def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
     Inf * 0 gives NaN; everything else stays finite and right. fp32x3 cannot carry an
     Inf through its split and must fall back to plain FP32 (nonfinite.cuh)."""
     info = KERNELS[name]
-    if name.startswith("cublas") and not _cublas_ok():
-        pytest.skip("cuBLAS not loadable here")
+    if name.startswith("cublas"):
+        _skip_without_cublas()
     M, N, K = _constrained_shape(info, (300, 260, 200))
     A, B = rand(rng, M, K), rand(rng, K, N)
     A[5, 7] = np.inf
@@ -174,7 +171,7 @@ def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
     A[23, 9] = np.inf                # meets the zero row of B: row 23 of C is NaN
     C = np.full((M, N), 7.0, dtype=np.float32)
     fastgemm.sgemm(A, B, C, kernel=name, backend="cuda")
-    ref = ieee_reference(A, B)
+    ref = ieee_reference(A, B, None, 1.0, 0.0, False, False)
     for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
         assert np.array_equal(test(C), test(ref)), f"{name}: {what} pattern differs"
     finite = np.isfinite(ref)
@@ -236,8 +233,7 @@ def test_auto_picks_an_fp32_accurate_kernel(rng):
 
 @needs_gpu
 def test_fp32x3_at_least_as_accurate_as_cublas(rng):
-    if not _cublas_ok():
-        pytest.skip("cuBLAS could not be loaded")
+    _skip_without_cublas()
     M = N = K = 1024
     A, B = rand(rng, M, K), rand(rng, K, N)
     ref = reference(A, B)
@@ -262,8 +258,8 @@ def _torch():
 @pytest.mark.parametrize("kernel", ["auto", "smem_tiling", "tf32_mma_sync", "cublas"])
 def test_torch_tensors_in_place_no_copy(kernel):
     torch = _torch()
-    if kernel == "cublas" and not _cublas_ok():
-        pytest.skip("cuBLAS could not be loaded")
+    if kernel == "cublas":
+        _skip_without_cublas()
     g = torch.Generator(device="cuda").manual_seed(7)
     A = torch.rand((129, 65), device="cuda", generator=g) * 2 - 1
     B = torch.rand((65, 257), device="cuda", generator=g) * 2 - 1

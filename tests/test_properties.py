@@ -30,7 +30,7 @@ from hypothesis import strategies as st  # noqa: E402
 import fastgemm  # noqa: E402
 from fastgemm import errors  # noqa: E402
 from fastgemm import _fastgemm  # noqa: E402
-from conftest import NIGHTLY, available_kernels, is_fast_math  # noqa: E402
+from conftest import NIGHTLY, available_kernels, ieee_reference, is_fast_math  # noqa: E402
 
 KERNELS = available_kernels()
 KERNEL_IDS = [f"{b}/{k.name}" for b, k in KERNELS]
@@ -249,27 +249,6 @@ def test_sgemm_matches_float64(backend, info, data):
 
 
 # --- NaN and Inf: reference-BLAS propagation ------------------------------------------
-
-def ieee_reference(a, b, c, alpha, beta, trans_a, trans_b):
-    """alpha*op(A)op(B) + beta*C with every product formed (no BLAS underneath), in float64:
-    Inf*0 = NaN, Inf + -Inf = NaN, NaN anywhere in a dot product gives NaN."""
-    a = a.astype(np.float64).T if trans_a else a.astype(np.float64)
-    b = b.astype(np.float64).T if trans_b else b.astype(np.float64)
-    M, K = a.shape
-    N = b.shape[1]
-    if alpha == 0.0 or K == 0:
-        core = np.zeros((M, N))  # reference BLAS returns early: A and B are not read
-    else:
-        core = np.zeros((M, N))
-        with np.errstate(invalid="ignore", over="ignore"):
-            for k in range(K):  # every product formed: no BLAS shortcut underneath
-                core += a[:, k, None] * b[None, k, :]
-            core = alpha * core
-    if beta != 0.0:  # beta == 0: C is not read
-        with np.errstate(invalid="ignore", over="ignore"):
-            core = core + beta * c.astype(np.float64)
-    return core
-
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0], np.float32)
 
