@@ -158,7 +158,7 @@ def test_host_arrays_with_unaligned_rows_are_packed(rng, name):
 def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
     """NaN in A poisons its row of C, Inf in A or B gives +-Inf along its row or column,
     Inf * 0 gives NaN; everything else stays finite and right. fp32x3 cannot carry an
-    Inf through its split and must fall back to plain FP32 (nonfinite.cuh)."""
+    Inf through its split and must leave those parts to plain FP32 (nonfinite.cuh)."""
     info = KERNELS[name]
     if name.startswith("cublas"):
         _skip_without_cublas()
@@ -177,6 +177,32 @@ def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
     finite = np.isfinite(ref)
     assert finite.sum() > M * N // 2
     assert_matches(C[finite], ref[finite], info.precision, K, name)
+
+
+@needs_gpu
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
+def test_fp32x3_nonfinite_inputs_in_whole_and_stream_k_tiles(rng, alpha, beta):
+    """fp32x3 finds non-finite products in its accumulators, tile part by tile part,
+    and leaves those parts of C to a plain FP32 kernel. 1536^2 x 512 makes 144 tiles
+    of 128 x 128: on a 132-SM H200, 132 run whole and 12 (rows 1024.., columns
+    1152..) as a stream-K tail split over blocks, so the NaNs and Infs below land in
+    both kinds. With beta != 0 the fallback must still see the C it was given."""
+    M, N, K = 1536, 1536, 512
+    A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
+    A[1100, 7] = np.inf               # row 1100: whole tiles (columns < 1152) and tail tiles
+    B[300, 1300] = -np.inf            # column 1300: whole tiles (rows < 1024) and tail tiles
+    A[1400, 100] = np.nan             # a tail row
+    A[40, 200] = np.nan               # a whole-tile row
+    B[9, :] = 0.0
+    A[1200, 9] = np.inf               # meets the zero row of B: row 1200 of C is NaN
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma", backend="cuda")
+    ref = ieee_reference(A, B, C0, alpha, beta, False, False)
+    for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
+        assert np.array_equal(test(C), test(ref)), f"{what} pattern differs"
+    finite = np.isfinite(ref)
+    assert finite.sum() > M * N * 9 // 10
+    assert_matches(C[finite], ref[finite], "fp32x3", K, "fp32x3 around non-finite inputs")
 
 
 def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_calls):

@@ -1,15 +1,19 @@
 // Rung 12, fp32x3 on wgmma: an FP32-accurate product from TF32 tensor-core products.
 // Each operand x is split into big = tf32(x) and small = tf32(x - big), each rounded to
 // nearest (x is then big + small to about 2^-22 relative), and C accumulates
-// big*big + big*small + small*big in FP32; the small*small term (about 2^-22) is dropped. A is split in a
-// pre-pass into two arrays that TMA streams as two tiles per stage; B is split in
-// registers as its fragment is loaded (see wgmma_gemm.cuh). Three wgmmas per k8 step.
+// big*big + big*small + small*big in FP32; the small*small term (about 2^-22) is
+// dropped. A is split in a pre-pass into two arrays that TMA streams as two tiles per
+// stage; B is split in registers as its fragment is loaded (see wgmma_gemm.cuh). Three
+// wgmmas per k8 step. (Splitting A in shared memory instead, by three producer warps
+// as each tile lands, saves the pass, ~5% of the time at 4096^3, but measured 8-12%
+// slower on the H200: the wgmmas already read ~64 of the SM's 128 shared-memory bytes
+// per clock, and the split moves 48 KB more per k-tile of ~1500 clocks.)
 // Each pair of k-tiles' products is accumulated on the tensor cores and then added into
 // FP32 registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
 // accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Persistent, with the
-// shared-memory staged epilogue of wgmma_persistent.cuh. Any shape. Inputs holding a
-// NaN or an infinity, which the split cannot carry, go to a plain FP32 kernel instead
-// (nonfinite.cuh; decided on the device).
+// shared-memory staged epilogue of wgmma_persistent.cuh. Any shape. Parts of C whose
+// products are not finite (a NaN or an infinity in the inputs, which the split cannot
+// carry, or an overflow) are left to a plain FP32 kernel queued after it (nonfinite.cuh).
 #include "cuda/wgmma_launch.cuh"
 
 namespace fastgemm {
