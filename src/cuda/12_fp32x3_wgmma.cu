@@ -11,9 +11,9 @@
 // Each pair of k-tiles' products is accumulated on the tensor cores and then added into
 // FP32 registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
 // accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Persistent, with the
-// shared-memory staged epilogue of wgmma_persistent.cuh. Any shape. Parts of C whose
-// products are not finite (a NaN or an infinity in the inputs, which the split cannot
-// carry, or an overflow) are left to a plain FP32 kernel queued after it (nonfinite.cuh).
+// shared-memory staged epilogue of wgmma_persistent.cuh. Any shape. Inputs holding a
+// NaN or an infinity, which the split cannot carry, go to a plain FP32 kernel instead
+// (nonfinite.cuh; decided on the device).
 #include "cuda/wgmma_launch.cuh"
 
 namespace fastgemm {

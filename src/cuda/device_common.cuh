@@ -77,16 +77,17 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
 }
 
 // The fp32x3 split of x: big = tf32(x), small = tf32(x - big), so that big + small is x
-// to about 2^-22 relative. A NaN or an infinity comes out with a NaN in one part or
-// both (Inf - Inf), as does an x within 2^-12 relative of FLT_MAX (big rounds to Inf):
-// the split's range ends just short of FP32's, and fp32x3 sends every part of C whose
-// products are not finite to a plain FP32 kernel (nonfinite.cuh).
+// to about 2^-22 relative. A non-finite x keeps its value in big alone (small = 0):
+// x - big is NaN for x = +-Inf, and would turn every product with it into NaN instead
+// of +-Inf. (An x within 2^-12 relative of FLT_MAX rounds to big = Inf: the split's
+// range ends just short of FP32's.)
 struct Tf32Split {
     uint32_t big, small;
 };
 __device__ __forceinline__ Tf32Split split_tf32(float x) {
     const uint32_t big = to_tf32(x);
-    return {big, to_tf32(x - __uint_as_float(big))};
+    const float b = __uint_as_float(big);
+    return {big, isfinite(b) ? to_tf32(x - b) : 0u};
 }
 
 }  // namespace cuda

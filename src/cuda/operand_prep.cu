@@ -16,7 +16,7 @@ namespace {
 // took ~60 us for a 4096^2 split on the H200: ~6% of fp32x3_wgmma's time; the split
 // writes 2 x 64 MB there).
 __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t cols, float* big,
-                                       float* small, int64_t ld_dst, PrepMode mode, bool vec_src) {
+                                       float* small, int64_t ld_dst, PrepMode mode, bool vec_src, int* nonfinite) {
     const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
     const int64_t r = blockIdx.y;
     if (c >= ld_dst) return;
@@ -32,6 +32,7 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
     float b[4], s[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
+        if (nonfinite && !isfinite(v[i])) *nonfinite = 1;  // every writer stores the same 1
         if (mode == PrepMode::split) {
             const Tf32Split t = split_tf32(v[i]);
             b[i] = __uint_as_float(t.big);
@@ -53,7 +54,7 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
 constexpr int kTransposeTile = 32, kTransposeRows = 8;
 
 __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* big,
-                                          float* small, int64_t ld_dst, PrepMode mode) {
+                                          float* small, int64_t ld_dst, PrepMode mode, int* nonfinite) {
     __shared__ float tile[kTransposeTile][kTransposeTile + 1];
     const int64_t r0 = int64_t(blockIdx.y) * kTransposeTile, c0 = int64_t(blockIdx.x) * kTransposeTile;
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -68,6 +69,7 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
         const int64_t r = r0 + y, c = c0 + tx;
         if (r >= rows || c >= ld_dst) continue;
         const float v = tile[tx][y];
+        if (nonfinite && !isfinite(v)) *nonfinite = 1;
         if (mode == PrepMode::split) {
             const Tf32Split t = split_tf32(v);
             big[r * ld_dst + c] = __uint_as_float(t.big);
@@ -81,7 +83,7 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
 }  // namespace
 
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
-                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream) {
+                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream, int* nonfinite) {
     if (rows == 0 || cols == 0) return;
     if (ld_dst % 4 != 0) throw KernelError("prepare_operand: destination rows must be multiples of 4 floats");
     if (mode == PrepMode::copy) dst_small = nullptr;
@@ -93,7 +95,7 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
             const dim3 grid(unsigned(ceil_div(ld_dst, kTransposeTile)), unsigned(ceil_div(n, kTransposeTile)));
             prepare_transposed_kernel<<<grid, dim3(kTransposeTile, kTransposeRows), 0, stream>>>(
                 src + r0, ld_src, n, cols, dst_big + r0 * ld_dst, dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst,
-                mode);
+                mode, nonfinite);
             FASTGEMM_CUDA_CHECK_LAUNCH();
         }
         return;
@@ -105,7 +107,7 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
         dim3 grid(unsigned(ceil_div(ld_dst, 4 * 256)), unsigned(n));
         prepare_operand_kernel<<<grid, 256, 0, stream>>>(src + r0 * ld_src, ld_src, cols, dst_big + r0 * ld_dst,
                                                          dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, mode,
-                                                         vec_src);
+                                                         vec_src, nonfinite);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
 }

@@ -12,9 +12,10 @@ namespace cuda {
 enum class PrepMode { copy, split };
 
 // dst_big (and dst_small for split) = op(src) as rows x cols, row stride ld_dst.
-// src is stored rows x cols (ld_src) or, when `trans`, cols x rows.
+// src is stored rows x cols (ld_src) or, when `trans`, cols x rows. When `nonfinite` is
+// given, *nonfinite is set to 1 if src holds a NaN or an infinity (and left alone if not).
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
-                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream);
+                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream, int* nonfinite = nullptr);
 
 inline int64_t round_up4(int64_t x) { return (x + 3) / 4 * 4; }
 

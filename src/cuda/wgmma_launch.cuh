@@ -1,8 +1,7 @@
 // Host half of the wgmma rungs: prepares operands the TMA cannot read as stored
 // (transposed, unaligned rows) or that fp32x3 needs split, builds the tensor maps and
-// launches the persistent kernel (wgmma_persistent.cuh), and for fp32x3 queues the
-// IEEE fallback for the parts of C whose products were not finite (nonfinite.cuh).
-// Included by 11_tf32_wgmma.cu and 12_fp32x3_wgmma.cu.
+// launches the persistent kernel (wgmma_persistent.cuh). Included by 11_tf32_wgmma.cu
+// and 12_fp32x3_wgmma.cu.
 #pragma once
 
 #include "cuda/cuda_check.hpp"
@@ -22,8 +21,9 @@ struct WgmmaMaps {
     CUtensorMap a, a_small, b;
 };
 
+// fp32x3: `nonfinite` (zeroed) is set when A or B holds a NaN or an infinity (nonfinite.cuh).
 template <class Cfg>
-WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspace& ws) {
+WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspace& ws, int* nonfinite) {
     // A: K-major rows for TMA. fp32x3 always splits it (packing on the way); tf32 packs
     // only when A is transposed or its rows are not 16-byte aligned.
     const float* a = p.A;
@@ -33,7 +33,7 @@ WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspa
         lda = round_up4(p.K);
         float* big = static_cast<float*>(ws.get(0, size_t(p.M) * lda * sizeof(float)));
         float* small = static_cast<float*>(ws.get(1, size_t(p.M) * lda * sizeof(float)));
-        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, big, small, lda, PrepMode::split, stream);
+        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, big, small, lda, PrepMode::split, stream, nonfinite);
         a = big;
         a_small = small;
     } else {
@@ -41,6 +41,7 @@ WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspa
     }
     int64_t ldb = p.ldb;
     const float* b = tma_readable(p.B, ldb, p.trans_b, p.K, p.N, ws, 2, stream);
+    if (Cfg::X3) flag_nonfinite(b, p.K, p.N, ldb, nonfinite, stream);
     return {make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK), make_tma_map_2d(a_small, p.M, p.K, lda, Cfg::BM, Cfg::BK),
             make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32)};
 }
@@ -58,7 +59,12 @@ void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& 
                              bool split_tail = true) {
     require_sm90(name);
     if (p.M == 0 || p.N == 0) return;
-    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
+    int* nonfinite = nullptr;  // fp32x3: A or B holds a NaN or an infinity (nonfinite.cuh)
+    if (Cfg::X3) {
+        nonfinite = static_cast<int*>(ws.get(6, sizeof(int)));
+        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(nonfinite, 0, sizeof(int), stream));
+    }
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, nonfinite);
     auto kernel = wgmma_persistent_kernel<Cfg, false>;
     auto tail_kernel = wgmma_persistent_kernel<Cfg, true>;
     FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
@@ -66,29 +72,22 @@ void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& 
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
     FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     const int64_t tiles = ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN);
-    // fp32x3: the regions of C (at most two per tile) left for the IEEE fallback
-    // because their products were not finite (nonfinite.cuh): a count, then (m0, n0)
-    // pairs.
-    int* fallback = nullptr;
-    if (Cfg::X3) {
-        fallback = static_cast<int*>(ws.get(6, size_t(1 + 4 * tiles) * sizeof(int)));
-        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
-    }
     const unsigned blocks = unsigned(tiles < sms ? tiles : sms);
     // Stream-K tail (stream_k.cuh) when the last round would leave at least half
     // of the SMs idle. (Splitting fuller last rounds cost more in partial tiles than it
     // saved: tf32 at 4096^3, 116 of 132, measured 0.508 ms against 0.379 ms whole.)
     const TailSplit ts = plan_stream_k_tail(tiles, blocks, ceil_div(p.K, Cfg::BK), blocks / 2,
                                             size_t(Cfg::BM) * Cfg::BN, split_tail, ws, stream);
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback);
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, nonfinite);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     if (ts.tail_tiles > 0) {
         FASTGEMM_CUDA_CHECK(
             cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback);
+        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts,
+                                                                           nonfinite);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
-    if (Cfg::X3) gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
+    if (Cfg::X3) gemm_ieee_if_flagged(p, nonfinite, stream);
 }
 
 }  // namespace cuda
