@@ -158,7 +158,7 @@ def test_host_arrays_with_unaligned_rows_are_packed(rng, name):
 def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
     """NaN in A poisons its row of C, Inf in A or B gives +-Inf along its row or column,
     Inf * 0 gives NaN; everything else stays finite and right. fp32x3 cannot carry an
-    Inf through its split and must fall back to plain FP32 (nonfinite.cuh)."""
+    Inf through its split and must leave those parts to plain FP32 (nonfinite.cuh)."""
     info = KERNELS[name]
     if name.startswith("cublas"):
         _skip_without_cublas()
@@ -182,11 +182,11 @@ def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
 @needs_gpu
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
 def test_fp32x3_nonfinite_inputs_with_stream_k_tail_and_beta(rng, alpha, beta):
-    """fp32x3 at a shape whose tiles do not fill whole rounds: 1536^2 x 512 makes 144
-    tiles of 128 x 128, which on a 132-SM H200 run as 132 whole tiles and a stream-K
-    tail of 12 (rows 1024.., columns 1152..). NaNs and Infs in both parts must come out
-    as IEEE arithmetic gives them, and with beta != 0 the FP32 fallback must still see
-    the C it was given (nonfinite.cuh)."""
+    """fp32x3's checked kernel leaves the parts of C that a NaN or an Inf reaches to
+    plain FP32 (nonfinite.cuh). 1536^2 x 512 makes 144 tiles of 128 x 128: on a 132-SM
+    H200, 132 run whole and 12 (rows 1024.., columns 1152..) as a stream-K tail split
+    over blocks, so the NaNs and Infs below land in both kinds. With beta != 0 the
+    fallback must still see the C it was given."""
     M, N, K = 1536, 1536, 512
     A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
     A[1100, 7] = np.inf               # row 1100: whole tiles (columns < 1152) and tail tiles

@@ -12,8 +12,9 @@
 // FP32 registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
 // accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Persistent, with the
 // shared-memory staged epilogue of wgmma_persistent.cuh. Any shape. Inputs holding a
-// NaN or an infinity, which the split cannot carry, go to a plain FP32 kernel instead
-// (nonfinite.cuh; decided on the device).
+// NaN or an infinity, which the split cannot carry, run a checked form of the kernel
+// that leaves the parts of C they reach to a plain FP32 kernel (nonfinite.cuh; decided
+// on the device).
 #include "cuda/wgmma_launch.cuh"
 
 namespace fastgemm {

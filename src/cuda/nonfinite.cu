@@ -19,18 +19,22 @@ __global__ void flag_nonfinite_kernel(const float* x, int64_t rows, int64_t cols
 
 // One thread per element of a 16 x 16 tile of C, tiles of op(A) and op(B) through
 // shared memory; op() reads honour the transposes. Products in k order with FMAs, as a
-// plain FP32 kernel would. A fixed grid walks the tiles, so that when the flag is clear
-// (the usual case) the kernel costs one small launch whose blocks all return at once
-// (one block per tile, 65536 of them at 4096^2, made fp32x3 7% slower there).
+// plain FP32 kernel would. A fixed grid walks the listed regions' 16 x 16 tiles, so
+// that when nothing is listed (the usual case) the kernel costs one small launch whose
+// blocks all return at once (one block per tile of C, 65536 of them at 4096^2, made
+// fp32x3 7% slower there).
 constexpr int kTile = 16, kMaxBlocks = 1024;
 
-__global__ void gemm_ieee_kernel(GemmArgs p, const int* flag) {
-    if (*flag == 0) return;
+__global__ void gemm_ieee_listed_kernel(GemmArgs p, const int* list, int rows, int cols) {
+    const int regions = list[0];
+    if (regions == 0) return;
     __shared__ float As[kTile][kTile + 1], Bs[kTile][kTile + 1];
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t tiles_n = ceil_div(p.N, kTile), tiles = ceil_div(p.M, kTile) * tiles_n;
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int64_t m = (t / tiles_n) * kTile + ty, n = (t % tiles_n) * kTile + tx;
+    const int tiles_n = cols / kTile, per_region = (rows / kTile) * tiles_n;
+    for (int64_t t = blockIdx.x; t < int64_t(regions) * per_region; t += gridDim.x) {
+        const int region = int(t / per_region), in_region = int(t % per_region);
+        const int64_t m = list[1 + 2 * region] + (in_region / tiles_n) * kTile + ty;
+        const int64_t n = list[2 + 2 * region] + (in_region % tiles_n) * kTile + tx;
         float acc = 0.0f;
         for (int64_t k0 = 0; k0 < p.K; k0 += kTile) {
             const int64_t ka = k0 + tx, kb = k0 + ty;
@@ -58,10 +62,12 @@ void flag_nonfinite(const float* x, int64_t rows, int64_t cols, int64_t ld, int*
     FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 
-void gemm_ieee_if_flagged(const GemmArgs& p, const int* flag, cudaStream_t stream) {
-    if (p.M == 0 || p.N == 0) return;
-    const int64_t tiles = ceil_div(p.M, kTile) * ceil_div(p.N, kTile);
-    gemm_ieee_kernel<<<unsigned(tiles < kMaxBlocks ? tiles : kMaxBlocks), dim3(kTile, kTile), 0, stream>>>(p, flag);
+void gemm_ieee_listed(const GemmArgs& p, const int* list, int max_regions, int rows, int cols, cudaStream_t stream) {
+    if (p.M == 0 || p.N == 0 || max_regions == 0) return;
+    if (rows % kTile != 0 || cols % kTile != 0) throw KernelError("gemm_ieee_listed: regions must be multiples of 16");
+    const int64_t tiles = int64_t(max_regions) * (rows / kTile) * (cols / kTile);
+    gemm_ieee_listed_kernel<<<unsigned(tiles < kMaxBlocks ? tiles : kMaxBlocks), dim3(kTile, kTile), 0, stream>>>(
+        p, list, rows, cols);
     FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 

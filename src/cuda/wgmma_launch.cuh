@@ -4,6 +4,8 @@
 // and 12_fp32x3_wgmma.cu.
 #pragma once
 
+#include <type_traits>
+
 #include "cuda/cuda_check.hpp"
 #include "cuda/ladder.hpp"
 #include "cuda/nonfinite.cuh"
@@ -65,9 +67,6 @@ void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& 
         FASTGEMM_CUDA_CHECK(cudaMemsetAsync(nonfinite, 0, sizeof(int), stream));
     }
     const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, nonfinite);
-    auto kernel = wgmma_persistent_kernel<Cfg, false>;
-    auto tail_kernel = wgmma_persistent_kernel<Cfg, true>;
-    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
     int dev = 0, sms = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
     FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -78,16 +77,35 @@ void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& 
     // saved: tf32 at 4096^3, 116 of 132, measured 0.508 ms against 0.379 ms whole.)
     const TailSplit ts = plan_stream_k_tail(tiles, blocks, ceil_div(p.K, Cfg::BK), blocks / 2,
                                             size_t(Cfg::BM) * Cfg::BN, split_tail, ws, stream);
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, nonfinite);
-    FASTGEMM_CUDA_CHECK_LAUNCH();
-    if (ts.tail_tiles > 0) {
-        FASTGEMM_CUDA_CHECK(
-            cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts,
-                                                                           nonfinite);
-        FASTGEMM_CUDA_CHECK_LAUNCH();
+    // fp32x3: the parts of C (at most two per tile) that the checked kernel leaves to
+    // the IEEE fallback: a count, then (m0, n0) pairs (nonfinite.cuh).
+    int* fallback = nullptr;
+    if (Cfg::X3) {
+        fallback = static_cast<int*>(ws.get(7, size_t(1 + 4 * tiles) * sizeof(int)));
+        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
     }
-    if (Cfg::X3) gemm_ieee_if_flagged(p, nonfinite, stream);
+    // The whole tiles, then the tail; Checked: the form that runs only on non-finite inputs.
+    auto launch = [&](auto checked) {
+        constexpr bool Checked = decltype(checked)::value;
+        auto kernel = wgmma_persistent_kernel<Cfg, false, Checked>;
+        FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, nonfinite,
+                                                                   fallback);
+        FASTGEMM_CUDA_CHECK_LAUNCH();
+        if (ts.tail_tiles > 0) {
+            auto tail_kernel = wgmma_persistent_kernel<Cfg, true, Checked>;
+            FASTGEMM_CUDA_CHECK(
+                cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+            tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts,
+                                                                               nonfinite, fallback);
+            FASTGEMM_CUDA_CHECK_LAUNCH();
+        }
+    };
+    launch(std::false_type{});
+    if constexpr (Cfg::X3) {
+        launch(std::true_type{});
+        gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
+    }
 }
 
 }  // namespace cuda

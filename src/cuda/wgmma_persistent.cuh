@@ -29,6 +29,9 @@
 //   fragment writes and the float4 reads are free of bank conflicts. C rows that are
 //   not 16-byte aligned, and the ragged right edge, fall back to scalar stores.
 //   Staged = false stores each element straight from the accumulators (the first form).
+// - Checked (fp32x3, run only when the inputs hold a NaN or an Inf): the same kernel,
+//   testing each warpgroup's accumulators before its part of C is stored and listing
+//   the parts that are not finite for a plain FP32 kernel (nonfinite.cuh).
 //
 // Any M, N, K (K = 0 included: C = beta * C); needs 16-byte aligned A and B rows (the
 // launcher packs an operand that is not, or is transposed).
@@ -75,24 +78,69 @@ __device__ __forceinline__ void consumer_bar(int consumer) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + consumer) : "memory");
 }
 
+// The same barrier, returning whether `v` holds in all 128 threads.
+__device__ __forceinline__ bool consumer_all(int consumer, bool v) {
+    uint32_t all;
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.and.pred q, %2, 128, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+        : "=r"(all)
+        : "r"(uint32_t(v)), "r"(1 + consumer)
+        : "memory");
+    return all != 0;
+}
+
 // Barrier among the 256 threads of both consumer warpgroups (id 3).
 __device__ __forceinline__ void consumers_bar() { asm volatile("bar.sync 3, 256;\n" ::: "memory"); }
+
+// The same barrier, returning whether `v` holds in all 256 threads.
+__device__ __forceinline__ bool consumers_all(bool v) {
+    uint32_t all;
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.and.pred q, 3, 256, p;\nselp.u32 %0, 1, 0, q;\n}\n"
+        : "=r"(all)
+        : "r"(uint32_t(v))
+        : "memory");
+    return all != 0;
+}
 
 __device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const float* c) {
     return p.beta == 0.0f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
 }
 
+// Whether every accumulator is finite. A NaN or an infinity among the inputs always
+// shows in the accumulators of every tile whose products use it (its split parts
+// hold a NaN or an Inf, every product with such a part is non-finite or NaN whatever
+// the other factor, and non-finite sums stay non-finite).
+template <int N>
+__device__ __forceinline__ bool all_finite(const float (&d)[N]) {
+    bool finite = true;
+#pragma unroll
+    for (int i = 0; i < N; ++i) finite &= fabsf(d[i]) <= 3.402823466e38f;  // false for NaN and +-Inf
+    return finite;
+}
+
+// A region of C that the checked kernel left for the IEEE fallback (nonfinite.cuh).
+__device__ __forceinline__ void list_for_fallback(int* fallback, int64_t m0, int64_t n0) {
+    const int i = atomicAdd(fallback, 1);
+    fallback[1 + 2 * i] = int(m0);
+    fallback[2 + 2 * i] = int(n0);
+}
+
 // Tail = false: the whole tiles [0, ts.full_tiles). Tail = true: the stream-K tail only,
 // launched after it on the same stream (a separate kernel, so that the whole-tile loop is
-// compiled exactly as without a tail). `skip` (fp32x3; else null): the kernel does
-// nothing when *skip != 0, i.e. when the inputs hold a NaN or an infinity, which the
-// split cannot carry (nonfinite.cuh).
-template <class Cfg, bool Tail>
+// compiled exactly as without a tail). fp32x3 (else both null): `nonfinite` is set
+// when the inputs hold a NaN or an infinity, which the split cannot carry
+// (nonfinite.cuh), and the kernel runs only when that matches Checked. The usual,
+// unchecked kernel then has nothing to check; the checked one tests each
+// warpgroup's accumulators before storing its BM x 64 part of C, and lists the parts
+// that are not finite in `fallback` (a count, then (m0, n0) pairs) instead.
+template <class Cfg, bool Tail, bool Checked = false>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
-                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts, const int* skip) {
+                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts, const int* nonfinite,
+                            int* fallback) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (skip != nullptr && *skip != 0) return;
+    if (nonfinite != nullptr && (*nonfinite != 0) != Checked) return;
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = align_smem_1024(smem_raw);
@@ -293,6 +341,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         run_ktiles(it0, KT);
 #pragma unroll
         for (int i = 0; i < Cfg::ACC; ++i) fence_operand(d[i]);
+        if constexpr (Checked) {
+            // A NaN or an infinity in this warpgroup's part: leave it to the fallback.
+            // (__all_sync restates what the barrier already made warp-uniform, in a form
+            // ptxas knows: without it the k loop's descriptors left the uniform datapath.)
+            if (!__all_sync(0xffffffffu, consumer_all(c, all_finite(d)))) {
+                if (threadIdx.x % 128 == 0) list_for_fallback(fallback, m0, n0 + 64 * c);
+                continue;
+            }
+        }
 
         // d[4j + 2e2 + e1] is C(m0 + 8j + 2t + e1, n0 + 64c + n_frag + 4e2).
         if constexpr (Cfg::Staged) {
@@ -376,13 +433,35 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 for (int e2 = 0; e2 < 2; ++e2)
                     part[(8 * j + 2 * t + e1) * BN + 64 * c + n_frag + 4 * e2] = d[4 * j + 2 * e2 + e1];
         __threadfence();
-        consumers_bar();
-        if (threadIdx.x == 128) *last_segment = atomicAdd(&ts.counters[u.r], 1u) == unsigned(u.nseg - 1);
-        consumers_bar();
-        if (*last_segment) {
-            __threadfence();
-            sum_partials<BM, BN, 256>(first, u.nseg, int(threadIdx.x) - 128, p.C, p.ldc, p.M, p.N, p.alpha, p.beta,
-                              int64_t(tm) * BM, int64_t(tn) * BN);
+        if constexpr (!Checked) {
+            consumers_bar();
+            if (threadIdx.x == 128) *last_segment = atomicAdd(&ts.counters[u.r], 1u) == unsigned(u.nseg - 1);
+            consumers_bar();
+            if (*last_segment) {
+                __threadfence();
+                sum_partials<BM, BN, 256>(first, u.nseg, int(threadIdx.x) - 128, p.C, p.ldc, p.M, p.N, p.alpha,
+                                          p.beta, int64_t(tm) * BM, int64_t(tn) * BN);
+            }
+        } else {
+            // The tile's counter counts segments in its low 16 bits and non-finite ones
+            // from bit 16 on; the block that completes the tile sums it or lists it.
+            constexpr unsigned kNonfiniteSegment = 1u << 16;
+            const bool finite = consumers_all(all_finite(d));
+            if (threadIdx.x == 128) {
+                const unsigned mine = finite ? 1u : 1u + kNonfiniteSegment;
+                const unsigned total = atomicAdd(&ts.counters[u.r], mine) + mine;
+                *last_segment = (total & (kNonfiniteSegment - 1)) != unsigned(u.nseg) ? 0
+                                : total < kNonfiniteSegment                           ? 1
+                                                                                      : 2;
+            }
+            consumers_bar();
+            if (*last_segment == 1) {
+                __threadfence();
+                sum_partials<BM, BN, 256>(first, u.nseg, int(threadIdx.x) - 128, p.C, p.ldc, p.M, p.N, p.alpha,
+                                          p.beta, int64_t(tm) * BM, int64_t(tn) * BN);
+            } else if (*last_segment == 2 && threadIdx.x % 128 == 0) {
+                list_for_fallback(fallback, int64_t(tm) * BM, int64_t(tn) * BN + 64 * c);
+            }
         }
         // The flag is rewritten only after the next segment's first barrier.
     }
