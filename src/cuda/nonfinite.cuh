@@ -16,7 +16,7 @@
 // With one NaN in A at 4096^3 only its row of tiles runs in plain FP32 (about half
 // fp32x3's speed overall, against 1/30 when the whole product went there). On finite
 // inputs the checked kernel and the fallback cost two launches that return at once.
-// (Running the checked kernel always, with no scan and no gate, was 3-4% slower at
+// (Running the checked kernel always, with no scan and no gate, was ~2% slower at
 // 8192^3 in steady state on the H200, where fp32x3 is power-bound:
 // benchmarks/RESULTS.md, fifth session.) A finite product that overflows in the
 // checked kernel is listed too, and is then computed in IEEE order.
