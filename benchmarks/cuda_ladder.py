@@ -11,12 +11,14 @@ Bench per size), is verified against the float64 reference, then timed with CUDA
 Ratios are cuBLAS SGEMM time / kernel time (> 1 is faster than cublas), and for tf32
 kernels also against cublas_tf32, from this one run.
 
-Rounds: the whole kernel list is timed --rounds times in turn (cublas, cublas_tf32, the
-rungs, then again from the top), and a kernel's device time is the median of its
-per-round medians. On the H200 a GPU that has been busy for a few seconds runs
-tensor-core kernels up to ~10% slower (power and clocks), so a single pass in ladder
-order timed the baselines cool and the last rungs warm; interleaving puts every
-kernel, baselines included, through the same conditions. The spread column is
+Rounds: the whole kernel list is timed --rounds times in turn, and a kernel's device
+time is the median of its per-round medians. On the H200 a GPU that has been busy for a
+few seconds runs tensor-core kernels up to ~10% slower (power and clocks), so a single
+pass in ladder order timed the baselines cool and the last rungs warm; interleaving puts
+every kernel, baselines included, through the same conditions. Each round after the
+first takes the list in a different stride (round_order), so that no kernel always
+follows the same one: in steady state on the H200 the kernel timed right after cuBLAS
+SGEMM ran 1-2% slower than an identical kernel timed after it. The spread column is
 (slowest - fastest round) / median.
 
 Clocks: the SM MHz and W columns are nvidia-smi's samples (every 50 ms, instantaneous
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -49,6 +52,17 @@ from gpu_telemetry import ClockSampler
 # what precedes the timed launches is mostly verification with the GPU idle, so a span
 # shorter than the 50 ms sampling period often gets no sample and a blank cell.
 SETTLE_TAIL_S = 0.25
+
+
+def round_order(todo: list, rnd: int) -> list:
+    """The kernel list for round `rnd`: every kernel once, taken with a stride coprime
+    to the list's length (1 in round 0, i.e. ladder order with the baselines first; then
+    the next strides in turn), so that from round to round each kernel follows a
+    different one. (Rotating the list would keep every kernel's predecessor.)"""
+    n = len(todo)
+    strides = [m for m in range(1, n) if math.gcd(m, n) == 1] or [1]
+    m = strides[rnd % len(strides)]
+    return [todo[i * m % n] for i in range(n)]
 
 
 def _nvidia_smi(fields: str) -> str:
@@ -99,7 +113,7 @@ def main(argv=None) -> int:
         runs = {k.name: [] for k in todo}
         errors = {}
         for rnd in range(max(1, args.rounds)):
-            for k in todo:
+            for k in round_order(todo, rnd):
                 if k.name in errors:
                     continue
                 t0 = time.perf_counter()
