@@ -105,7 +105,7 @@ public:
         const std::string why = unavailable_reason();
         if (!why.empty()) throw BackendUnavailableError("cuda: " + why);
         stream_ = backend_stream();
-        lda_ = padded_ld(p.a_cols()), ldb_ = padded_ld(p.b_cols()), ldc_ = padded_ld(p.N);
+        lda_ = round_up4(p.a_cols()), ldb_ = round_up4(p.b_cols()), ldc_ = round_up4(p.N);
         dA_ = upload(A, p.a_rows(), p.a_cols(), p.lda, lda_);
         dB_ = upload(B, p.b_rows(), p.b_cols(), p.ldb, ldb_);
         dC_ = acquire_device_buffer(size_t(p.M) * ldc_ * sizeof(float));
@@ -151,7 +151,6 @@ public:
     }
 
 private:
-    static int64_t padded_ld(int64_t cols) { return (cols + 3) / 4 * 4; }
     // A rows x cols host matrix (leading dimension ld_host) as a device matrix with
     // leading dimension ld_dev; the padding columns are zeroed, so no kernel reads garbage
     // past a row's end.

@@ -44,5 +44,9 @@ private:
 
 using Launcher = void (*)(const GemmArgs& args, cudaStream_t stream, Workspace& ws);
 
+// A row of `cols` floats padded to a multiple of 4 (16 bytes): the row stride of every
+// matrix the backend or a launcher lays out itself, which TMA and the float4 rungs need.
+inline int64_t round_up4(int64_t cols) { return (cols + 3) / 4 * 4; }
+
 }  // namespace cuda
 }  // namespace fastgemm

@@ -17,8 +17,6 @@ enum class PrepMode { copy, split };
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
                      float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream, int* nonfinite = nullptr);
 
-inline int64_t round_up4(int64_t x) { return (x + 3) / 4 * 4; }
-
 inline bool tma_ready(const float* p, int64_t ld) {
     return ld % 4 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
