@@ -54,10 +54,8 @@ def ieee_reference(a, b, c, alpha, beta, trans_a, trans_b):
     b = b.astype(np.float64).T if trans_b else b.astype(np.float64)
     M, K = a.shape
     N = b.shape[1]
-    if alpha == 0.0 or K == 0:
-        core = np.zeros((M, N))  # reference BLAS returns early: A and B are not read
-    else:
-        core = np.zeros((M, N))
+    core = np.zeros((M, N))
+    if alpha != 0.0 and K != 0:  # else reference BLAS returns early: A and B are not read
         with np.errstate(invalid="ignore", over="ignore"):
             for k in range(K):  # every product formed: no BLAS shortcut underneath
                 core += a[:, k, None] * b[None, k, :]
