@@ -251,6 +251,22 @@ def test_stream_k_tail(rng, name, M, N, K, ta):
 
 
 @needs_gpu
+@pytest.mark.parametrize("name", ["async_tma", "async_tma_256x128"])
+@pytest.mark.parametrize("M,N,K,ta", [
+    (2148, 4146, 700, False),  # 289 ragged tiles: the last 99 cut in two k-segments (22 k-tiles)
+    (4000, 4000, 520, True),   # 512 tiles, A^T given: 99 in two segments each
+    (300, 500, 3000, False),   # 6 tiles, fewer than SMs: each cut in up to 11 segments (split-K)
+    (1000, 1000, 1000, False),  # 32 tiles: 4 segments each
+])
+def test_graded_tail(rng, name, M, N, K, ta):
+    # On a 132-SM H200 these grids end in blocks that each run a k-segment of a tile
+    # (graded_tail.cuh): segments park partial tiles, and the block finishing a tile's
+    # last segment adds them and applies alpha / beta to the C it was given. Any GPU:
+    # the result must be right. Two poisoned calls: the counters are rearmed per call.
+    check_scaled_then_poisoned(rng, name, M, N, K, ta, 1.25, -0.75, poisoned_calls=2)
+
+
+@needs_gpu
 def test_auto_picks_an_fp32_accurate_kernel(rng):
     A, B = rand(rng, 300, 200), rand(rng, 200, 100)
     C = fastgemm.sgemm(A, B, backend="cuda")

@@ -34,14 +34,18 @@
 // (q < TN / 4). Per k a lane issues TM / 4 + TN / 4 16-byte loads (8 lanes read 128
 // contiguous bytes of A, 4 read 64 of B: no bank conflicts) for TM x TN FFMAs.
 //
-// Tiles run one per block. The 128 x 128 form (two blocks per SM) can deal a partial
-// last round out by k-tiles to a second kernel (stream_k.cuh); see the launchers for
-// when that paid on the H200.
+// One tile, or one k-segment of a tile, per block. The one-block-per-SM forms cut the
+// last tiles of the grid into k-segments in the same launch (graded_tail.cuh): some of
+// the H200's SMs run this 68 KB loop 10-18% slower than the others (instruction fetch),
+// and small blocks at the end of the grid let every SM finish at about the same time.
+// The 128 x 128 form (two blocks per SM) deals a partial last round out by k-tiles to
+// a second kernel instead (stream_k.cuh); see the launchers for when that paid.
 //
 // Any M, N, K: TMA fills boxes past the edges with zeros and the epilogue checks
 // bounds. Needs an sm_90 GPU and 16-byte aligned rows of A^T and B; the launcher packs
 // an operand that is not.
 #include "cuda/cuda_check.hpp"
+#include "cuda/graded_tail.cuh"
 #include "cuda/hopper.cuh"
 #include "cuda/ladder.hpp"
 #include "cuda/operand_prep.cuh"
@@ -54,9 +58,12 @@ namespace cuda {
 
 // TAIL_PERCENT: the stream-K tail takes a last round of tiles filled to at most this
 // percentage of the blocks resident at once (0: tiles always whole).
-template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int AHEAD_, int MIN_BLOCKS_, int TAIL_PERCENT_>
+// LOCKSTEP: the block's warps meet at a named barrier before each k-tile (see the kernel).
+template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int AHEAD_, int MIN_BLOCKS_, int TAIL_PERCENT_,
+          bool LOCKSTEP_>
 struct TmaFfmaConfig {
     static constexpr int BM = BM_, BN = BN_, BK = 32, TAIL_PERCENT = TAIL_PERCENT_;
+    static constexpr bool LOCKSTEP = LOCKSTEP_;
     static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
     static constexpr int STAGES = STAGES_, AHEAD = AHEAD_, MIN_BLOCKS = MIN_BLOCKS_;
     static constexpr int kWarps = WARPS_M * WARPS_N;
@@ -93,24 +100,27 @@ __device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float 
         }
 }
 
-// One whole tile per block: tile blockIdx.x of the grouped rasterisation.
+// One block per unit of block_unit (graded_tail.cuh): a whole tile of the grouped
+// rasterisation, or one k-segment of one of the last tiles.
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     async_tma_kernel(const __grid_constant__ CUtensorMap map_at, const __grid_constant__ CUtensorMap map_b,
-                     GemmArgs p) {
+                     GemmArgs p, GradedTail graded) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     constexpr int TM = Cfg::TM, TN = Cfg::TN;
     extern __shared__ uint8_t smem_raw[];
+    __shared__ int last_segment;  // this block completes its split tile
     uint8_t* smem = align_smem_1024(smem_raw);
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * Cfg::STAGE_BYTES);
     uint64_t* empty = full + STAGES;
 
     const int tiles_m = int(ceil_div(p.M, BM)), tiles_n = int(ceil_div(p.N, BN));
+    const BlockUnit u = block_unit(graded, int(blockIdx.x), int(ceil_div(p.K, BK)));
     int tm, tn;
-    grouped_tile(blockIdx.x, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+    grouped_tile(u.tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
     const int m0 = tm * BM, n0 = tn * BN;
-    const int KT = int(ceil_div(p.K, BK));
+    const int KT = u.ke - u.kb;  // this block's k-tiles: u.kb + [0, KT)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
     // k-tile t goes to stage t % STAGES once every warp has released the k-tile that
@@ -120,8 +130,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         if (t >= STAGES) mbar_wait(&empty[s], ((t / STAGES) - 1) & 1);
         uint8_t* st = smem + s * Cfg::STAGE_BYTES;
         mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
-        tma_load_2d(st, &map_at, m0, t * BK, &full[s]);
-        tma_load_2d(st + Cfg::A_BYTES, &map_b, n0, t * BK, &full[s]);
+        tma_load_2d(st, &map_at, m0, (u.kb + t) * BK, &full[s]);
+        tma_load_2d(st + Cfg::A_BYTES, &map_b, n0, (u.kb + t) * BK, &full[s]);
     };
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -144,6 +154,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
     for (int kt = 0; kt < KT; ++kt) {
+        // Lockstep: the warps start each k-tile together, so that they run the same
+        // stretch of the 68 KB loop at the same time and fetch its instructions once
+        // instead of up to eight times (without it they drift apart by up to the ring's
+        // slack). Measured on the H200: 0.6-1.4% faster at 4096^3 and 8192^3.
+        if (Cfg::LOCKSTEP) asm volatile("bar.sync 1, %0;" ::"n"(Cfg::kThreads));
         // Lane 0 of warp 0 is also the copy engine's driver: at k-tile kt it asks for
         // k-tile kt + AHEAD, whose stage held kt + AHEAD - STAGES (released by every warp
         // by now unless one lags that far behind).
@@ -173,21 +188,44 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         if (lane == 0) mbar_arrive(&empty[s]);
     }
 
-    const bool c_vec = p.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
+    // The C epilogue, or for a segment the same stores into its partial tile (row-major
+    // BM x BN, alpha 1, beta 0; one code path: a separate one for the partials made
+    // ptxas allocate 227 registers instead of 181 and schedule the k loop differently).
+    GemmArgs out = p;
+    if (u.nseg > 1) {
+        // Addressed as C's rows m0 + [0, BM) and columns n0 + [0, BN) with ldc = BN:
+        // the partial slot starts m0 * BN + n0 floats past out.C.
+        out.C = graded.partial + (int64_t(u.first_slot) + u.seg) * (BM * BN) - (int64_t(m0) * BN + n0);
+        out.ldc = BN, out.M = m0 + BM, out.N = n0 + BN, out.alpha = 1.0f, out.beta = 0.0f;
+    }
+    const int64_t om0 = m0, on0 = n0;
+    const bool c_vec = out.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(out.C) & 15) == 0;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-        const int64_t m = int64_t(m0) + a_col + 32 * (i / 4) + i % 4;
-        if (m >= p.M) continue;
+        const int64_t m = om0 + a_col + 32 * (i / 4) + i % 4;
+        if (m >= out.M) continue;
 #pragma unroll
         for (int q = 0; q < TN / 4; ++q) {
-            const int64_t n = int64_t(n0) + b_col + 16 * q;
-            if (c_vec && n + 4 <= p.N) {
-                store_c4(p, m, n, make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
+            const int64_t n = on0 + b_col + 16 * q;
+            if (c_vec && n + 4 <= out.N) {
+                store_c4(out, m, n, make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
             } else {
 #pragma unroll
                 for (int e = 0; e < 4; ++e)
-                    if (n + e < p.N) store_c(p, m, n + e, acc[i][4 * q + e]);
+                    if (n + e < out.N) store_c(out, m, n + e, acc[i][4 * q + e]);
             }
+        }
+    }
+    if (u.nseg > 1) {
+        // The block that completes the tile adds its partials in segment order.
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last_segment = atomicAdd(&graded.counters[u.split], 1u) == unsigned(u.nseg - 1);
+        __syncthreads();
+        if (last_segment) {
+            __threadfence();
+            sum_partials<BM, BN, Cfg::kThreads>(graded.partial + int64_t(u.first_slot) * (BM * BN), u.nseg,
+                                                 int(threadIdx.x), p.C, p.ldc, p.M, p.N, p.alpha, p.beta, m0, n0);
         }
     }
 #endif
@@ -320,20 +358,25 @@ static void launch_async_tma(const GemmArgs& p, cudaStream_t stream, Workspace& 
     const CUtensorMap map_b = make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, Cfg::BN, TmaLayout::dense);
     auto kernel = async_tma_kernel<Cfg>;
     FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-    const int64_t tiles = ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN);
+    const int64_t tiles = ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN), KT = ceil_div(p.K, Cfg::BK);
+    int dev = 0, sms = 0, per_sm = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    FASTGEMM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads, Cfg::SMEM_BYTES));
+    const int64_t round = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
     if constexpr (Cfg::TAIL_PERCENT == 0) {
-        kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p);
+        // Segments of at least 8 k-tiles: a shorter one would spend more on filling the
+        // ring and parking its partial tile than it computes.
+        const GradedTail graded = plan_graded_tail(tiles, round, KT, 8, size_t(Cfg::BM) * Cfg::BN, ws, stream);
+        kernel<<<unsigned(graded_tail_blocks(graded)), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p,
+                                                                                                  graded);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     } else {
-        int dev = 0, sms = 0, per_sm = 0;
-        FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
-        FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        FASTGEMM_CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads, Cfg::SMEM_BYTES));
-        const int64_t round = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
-        const TailSplit ts = plan_stream_k_tail(tiles, round, ceil_div(p.K, Cfg::BK), round * Cfg::TAIL_PERCENT / 100,
+        const TailSplit ts = plan_stream_k_tail(tiles, round, KT, round * Cfg::TAIL_PERCENT / 100,
                                                 size_t(Cfg::BM) * Cfg::BN, true, ws, stream);
-        kernel<<<unsigned(ts.full_tiles), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p);
+        GradedTail whole_tiles;
+        whole_tiles.whole = ts.full_tiles;
+        kernel<<<unsigned(ts.full_tiles), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p, whole_tiles);
         FASTGEMM_CUDA_CHECK_LAUNCH();
         if (ts.tail_tiles > 0) {
             auto tail_kernel = async_tma_tail_kernel<Cfg>;
@@ -345,20 +388,24 @@ static void launch_async_tma(const GemmArgs& p, cudaStream_t stream, Workspace& 
     }
 }
 
-// The stream-K tail measured slower than whole tiles for the one-block-per-SM shapes
-// at every size tried on the H200 (2048-8192^3): its kernel stalled on instruction
-// fetch (0.84 "no instruction" per issue against 0.29) and took ~1.6x its share of the
-// work. With two blocks per SM that is hidden, and it paid where the last round was at
+// The one-block-per-SM forms end in a graded tail (same launch). Against the same
+// kernel with whole tiles, same run on the H200: 4096^3 2.724 vs 2.807 ms, 8192^3
+// 20.42 vs 20.76 ms, 6144^3 8.74 vs 8.86, 3072^3 1.23 vs 1.47, 1024^3 0.088 vs 0.193
+// (split-K). The stream-K tail as a second kernel (stream_k.cuh) had measured slower
+// than whole tiles for these forms at every size tried (2048-8192^3): it starts only
+// after the last whole tile, its blocks each get the same share whatever their SM's
+// speed, and it stalled on instruction fetch (0.84 "no instruction" per issue against
+// 0.29). With two blocks per SM that is hidden, and it paid where the last round was at
 // most three-quarters full (8192^3: 1.025x -> 1.044-1.051x cuBLAS; 6144^3: 1.019x ->
 // 1.034x) but not at 4096^3 (232 of 264: 0.994x whole, 0.987-1.001x split).
 void launch_async_tma_128x256(const GemmArgs& p, cudaStream_t s, Workspace& ws) {
-    launch_async_tma<TmaFfmaConfig<128, 256, 2, 4, 4, 2, 1, 0>>(p, s, ws, "async_tma");
+    launch_async_tma<TmaFfmaConfig<128, 256, 2, 4, 4, 2, 1, 0, true>>(p, s, ws, "async_tma");
 }
 void launch_async_tma_256x128(const GemmArgs& p, cudaStream_t s, Workspace& ws) {
-    launch_async_tma<TmaFfmaConfig<256, 128, 4, 2, 4, 2, 1, 0>>(p, s, ws, "async_tma_256x128");
+    launch_async_tma<TmaFfmaConfig<256, 128, 4, 2, 4, 2, 1, 0, true>>(p, s, ws, "async_tma_256x128");
 }
 void launch_async_tma_128x128(const GemmArgs& p, cudaStream_t s, Workspace& ws) {
-    launch_async_tma<TmaFfmaConfig<128, 128, 2, 4, 3, 2, 2, 75>>(p, s, ws, "async_tma_128x128");
+    launch_async_tma<TmaFfmaConfig<128, 128, 2, 4, 3, 2, 2, 75, false>>(p, s, ws, "async_tma_128x128");
 }
 
 }  // namespace cuda

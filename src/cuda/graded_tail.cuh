@@ -1,0 +1,94 @@
+// Graded tail: the last tiles of a one-tile-per-block grid cut into k-segments, in the
+// same launch, so that the end of the grid is made of small blocks.
+//
+// Why: on the H200 the SMs do not run the FFMA kernel at one speed. A fixed set of them
+// (16 of 132 in every run: ids 34-47 and 88-91 among them) take 10-18% longer per tile,
+// the same on every machine lent, and only while the k loop's code is larger than the
+// SM's instruction cache: with 34 KB loops they ran like the rest, with 50-68 KB loops
+// they did not (per-block timelines, benchmarks/RESULTS.md). The hardware hands blocks
+// to SMs as they free up, so the slow ones simply do fewer tiles, but the grid ends
+// when its last tile does: at 4096^3 (512 tiles, 3.9 per SM) 5.7% of the SM time was
+// spent idle waiting for it. Cutting the last tiles into quarters and eighths of their
+// k range lets every SM finish within a small block of the others.
+//
+// Blocks run in the order the hardware dispatches them (increasing index): first the
+// whole tiles, then n1 tiles in s1 segments each, then n2 tiles in s2 segments. A
+// segment parks its FP32 partial tile in a workspace slot; the block that completes a
+// tile's last segment (a counter per tile) adds the tile's partials in segment order
+// (sum_partials, stream_k.cuh), so the result does not depend on which finishes first.
+// The dispatch order is only what makes this fast; any order gives the same result.
+#pragma once
+
+#include <algorithm>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/gemm_args.hpp"
+
+namespace fastgemm {
+namespace cuda {
+
+// n1 == n2 == 0: every tile whole.
+struct GradedTail {
+    int whole = 0;                 // blocks [0, whole) run tiles [0, whole) whole
+    int n1 = 0, s1 = 1;            // then n1 tiles in s1 segments each
+    int n2 = 0, s2 = 1;            // then n2 tiles in s2 segments each
+    float* partial = nullptr;      // one partial tile per segment block, in block order
+    unsigned* counters = nullptr;  // segments finished per split tile (zeroed before launch)
+};
+
+// The work of one block: k-tiles [kb, ke) of tile `tile`, segment seg of nseg (nseg == 1:
+// the whole tile, written straight to C). A split tile's partials are slots
+// [first_slot, first_slot + nseg) of GradedTail::partial; it is split tile `split`.
+struct BlockUnit {
+    int tile, kb, ke, seg, nseg, first_slot, split;
+};
+
+__device__ __forceinline__ BlockUnit block_unit(const GradedTail& g, int block, int KT) {
+    if (block < g.whole) return {block, 0, KT, 0, 1, 0, 0};
+    int j = block - g.whole, split, seg, nseg, first_slot;
+    if (j < g.n1 * g.s1) {
+        split = j / g.s1, seg = j % g.s1, nseg = g.s1, first_slot = j - seg;
+    } else {
+        const int j2 = j - g.n1 * g.s1;
+        split = g.n1 + j2 / g.s2, seg = j2 % g.s2, nseg = g.s2, first_slot = j - seg;
+    }
+    return {g.whole + split, seg * KT / nseg, (seg + 1) * KT / nseg, seg, nseg, first_slot, split};
+}
+
+// The launcher's side. `slots`: blocks resident at once (SMs x blocks per SM). With at
+// least that many tiles, the last half-round of tiles is cut in four and the quarter-round
+// after it in eight (the best of the gradings simulated from the measured per-SM speeds
+// at 4096^3 and 8192^3); with fewer, every tile is cut so that the grid fills the GPU
+// (split-K). No segment is shorter than min_kt k-tiles. Partial tiles go to workspace
+// slot 3, counters to slot 4.
+inline GradedTail plan_graded_tail(int64_t tiles, int64_t slots, int64_t KT, int64_t min_kt, size_t tile_floats,
+                                   Workspace& ws, cudaStream_t stream) {
+    GradedTail g;
+    g.whole = int(tiles);
+    const int64_t most = std::max<int64_t>(1, KT / min_kt);  // most segments per tile
+    if (tiles >= slots) {
+        g.n2 = int(std::min<int64_t>(slots / 4, tiles));
+        g.n1 = int(std::min<int64_t>(slots / 2, tiles - g.n2));
+        g.s1 = int(std::min<int64_t>(4, most));
+        g.s2 = int(std::min<int64_t>(8, most));
+    } else {
+        g.n1 = int(tiles);
+        g.s1 = int(std::min<int64_t>(slots / tiles, most));
+    }
+    if (g.s1 < 2) g.n1 = 0, g.s1 = 1;
+    if (g.s2 < 2) g.n2 = 0, g.s2 = 1;
+    g.whole = int(tiles) - g.n1 - g.n2;
+    const int64_t segments = int64_t(g.n1) * g.s1 + int64_t(g.n2) * g.s2;
+    if (segments == 0) return g;
+    g.partial = static_cast<float*>(ws.get(3, size_t(segments) * tile_floats * sizeof(float)));
+    g.counters = static_cast<unsigned*>(ws.get(4, size_t(g.n1 + g.n2) * sizeof(unsigned)));
+    FASTGEMM_CUDA_CHECK(cudaMemsetAsync(g.counters, 0, size_t(g.n1 + g.n2) * sizeof(unsigned), stream));
+    return g;
+}
+
+inline int64_t graded_tail_blocks(const GradedTail& g) {
+    return int64_t(g.whole) + int64_t(g.n1) * g.s1 + int64_t(g.n2) * g.s2;
+}
+
+}  // namespace cuda
+}  // namespace fastgemm
