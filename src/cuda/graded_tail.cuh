@@ -1,15 +1,16 @@
 // Graded tail: the last tiles of a one-tile-per-block grid cut into k-segments, in the
 // same launch, so that the end of the grid is made of small blocks.
 //
-// Why: on the H200 the SMs do not run the FFMA kernel at one speed. A fixed set of them
-// (16 of 132 in every run: ids 34-47 and 88-91 among them) take 10-18% longer per tile,
-// the same on every machine lent, and only while the k loop's code is larger than the
-// SM's instruction cache: with 34 KB loops they ran like the rest, with 50-68 KB loops
-// they did not (per-block timelines, benchmarks/RESULTS.md). The hardware hands blocks
-// to SMs as they free up, so the slow ones simply do fewer tiles, but the grid ends
-// when its last tile does: at 4096^3 (512 tiles, 3.9 per SM) 5.7% of the SM time was
-// spent idle waiting for it. Cutting the last tiles into quarters and eighths of their
-// k range lets every SM finish within a small block of the others.
+// Why: on the H200 the SMs do not run the FFMA kernel at one speed. In every per-block
+// timeline taken (benchmarks/RESULTS.md) about 16 of the 132 SMs, the same ids each
+// time (44-47 the slowest), took 10-18% longer per tile than the rest, and they did so
+// only while the k loop's code was 50 KB or more: with 34 KB loops every SM ran at one
+// speed (their waits for data were the same as the others'; instruction fetch is what
+// differs). The hardware hands blocks to SMs as they free up, so the slow ones simply
+// do fewer tiles, but the grid ends when its last tile does: at 4096^3 (512 tiles, 3.9
+// per SM) 5.7% of the SM time was spent idle waiting for it. Cutting the last tiles
+// into quarters and eighths of their k range lets every SM finish within a small block
+// of the others.
 //
 // Blocks run in the order the hardware dispatches them (increasing index): first the
 // whole tiles, then n1 tiles in s1 segments each, then n2 tiles in s2 segments. A
