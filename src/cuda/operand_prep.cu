@@ -46,61 +46,37 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
     if (small) *reinterpret_cast<float4*>(small + r * ld_dst + c) = make_float4(s[0], s[1], s[2], s[3]);
 }
 
-// The transposing form: dst[r][c] = src[c][r]. A 64 x 64 tile goes through shared
+// The transposing form: dst[r][c] = src[c][r]. A 32 x 32 tile goes through shared
 // memory so that both the reads (along a source row) and the writes (along a
-// destination row) are coalesced 16-byte accesses; each of the 256 threads moves 16
-// elements (four float4 loads, four float4 stores), and the +1 column keeps the
-// transposed accesses of the tile to two-way bank conflicts at most. (Reading the
-// source in place, one element per thread down a column, ran at ~1 TB/s on the H200:
-// 130 us for a 4096^2 operand; 32 x 32 tiles of scalar accesses took 42-48 us.)
-constexpr int kTransposeTile = 64, kTransposeThreads = 256;
+// destination row) are 128-byte coalesced; the +1 column keeps the transposed reads
+// of the tile free of bank conflicts. (Reading the source in place, one element per
+// thread down a column, ran at ~1 TB/s on the H200: 130 us for a 4096^2 operand.)
+constexpr int kTransposeTile = 32, kTransposeRows = 8;
 
-__global__ void __launch_bounds__(kTransposeThreads)
-    prepare_transposed_kernel(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* big, float* small,
-                              int64_t ld_dst, PrepMode mode, bool vec_src, int* nonfinite) {
-    constexpr int T = kTransposeTile, Q = T / 4;  // Q threads across a tile row, 4 floats each
-    constexpr int STEP = kTransposeThreads / Q;   // tile rows per pass
-    __shared__ float tile[T][T + 1];
-    const int64_t r0 = int64_t(blockIdx.y) * T, c0 = int64_t(blockIdx.x) * T;
-    const int tx = threadIdx.x % Q, ty = threadIdx.x / Q;
+__global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* big,
+                                          float* small, int64_t ld_dst, PrepMode mode, int* nonfinite) {
+    __shared__ float tile[kTransposeTile][kTransposeTile + 1];
+    const int64_t r0 = int64_t(blockIdx.y) * kTransposeTile, c0 = int64_t(blockIdx.x) * kTransposeTile;
+    const int tx = threadIdx.x, ty = threadIdx.y;
     // tile[y][x] = src[c0 + y][r0 + x] = dst[r0 + x][c0 + y]; zeros past the edges, so
     // the padding columns of dst (cols <= c < ld_dst) come out as zeros.
-#pragma unroll
-    for (int y = ty; y < T; y += STEP) {
-        const int64_t sc = c0 + y, sr = r0 + 4 * tx;
-        float v[4];
-        if (vec_src && sc < cols && sr + 4 <= rows) {
-            const float4 x = *reinterpret_cast<const float4*>(src + sc * ld_src + sr);
-            v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[e] = sc < cols && sr + e < rows ? src[sc * ld_src + sr + e] : 0.0f;
-        }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) tile[y][4 * tx + e] = v[e];
+    for (int y = ty; y < kTransposeTile; y += kTransposeRows) {
+        const int64_t sc = c0 + y, sr = r0 + tx;
+        tile[y][tx] = sc < cols && sr < rows ? src[sc * ld_src + sr] : 0.0f;
     }
     __syncthreads();
-#pragma unroll
-    for (int y = ty; y < T; y += STEP) {
-        const int64_t r = r0 + y, c = c0 + 4 * tx;
+    for (int y = ty; y < kTransposeTile; y += kTransposeRows) {
+        const int64_t r = r0 + y, c = c0 + tx;
         if (r >= rows || c >= ld_dst) continue;
-        float b[4], s[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const float v = tile[4 * tx + e][y];
-            if (nonfinite && !isfinite(v)) *nonfinite = 1;  // every writer stores the same 1
-            if (mode == PrepMode::split) {
-                const Tf32Split t = split_tf32(v);
-                b[e] = __uint_as_float(t.big);
-                s[e] = __uint_as_float(t.small);
-            } else {
-                b[e] = v;
-                s[e] = 0.0f;
-            }
+        const float v = tile[tx][y];
+        if (nonfinite && !isfinite(v)) *nonfinite = 1;
+        if (mode == PrepMode::split) {
+            const Tf32Split t = split_tf32(v);
+            big[r * ld_dst + c] = __uint_as_float(t.big);
+            small[r * ld_dst + c] = __uint_as_float(t.small);
+        } else {
+            big[r * ld_dst + c] = v;
         }
-        // ld_dst is a multiple of 4 and c0 of 64, so a row's last group of 4 is whole.
-        *reinterpret_cast<float4*>(big + r * ld_dst + c) = make_float4(b[0], b[1], b[2], b[3]);
-        if (small) *reinterpret_cast<float4*>(small + r * ld_dst + c) = make_float4(s[0], s[1], s[2], s[3]);
     }
 }
 
@@ -111,22 +87,20 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
     if (rows == 0 || cols == 0) return;
     if (ld_dst % 4 != 0) throw KernelError("prepare_operand: destination rows must be multiples of 4 floats");
     if (mode == PrepMode::copy) dst_small = nullptr;
-    const bool vec_src = ld_src % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0;
     if (trans) {
-        // grid.y counts 64-row tiles: fold more than 65535 of them into several launches.
-        // (A fold starts r0 source columns in: src + r0 keeps 16-byte alignment only when
-        // r0 is a multiple of 4, which 65535 x 64 is.)
+        // grid.y counts 32-row tiles: fold more than 65535 of them into several launches.
         const int64_t max_rows = int64_t(65535) * kTransposeTile;
         for (int64_t r0 = 0; r0 < rows; r0 += max_rows) {
             const int64_t n = rows - r0 < max_rows ? rows - r0 : max_rows;
             const dim3 grid(unsigned(ceil_div(ld_dst, kTransposeTile)), unsigned(ceil_div(n, kTransposeTile)));
-            prepare_transposed_kernel<<<grid, kTransposeThreads, 0, stream>>>(
+            prepare_transposed_kernel<<<grid, dim3(kTransposeTile, kTransposeRows), 0, stream>>>(
                 src + r0, ld_src, n, cols, dst_big + r0 * ld_dst, dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst,
-                mode, vec_src, nonfinite);
+                mode, nonfinite);
             FASTGEMM_CUDA_CHECK_LAUNCH();
         }
         return;
     }
+    const bool vec_src = ld_src % 4 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0;
     // rows beyond 65535 would overflow grid.y: fold them into several launches.
     for (int64_t r0 = 0; r0 < rows; r0 += 65535) {
         const int64_t n = rows - r0 < 65535 ? rows - r0 : 65535;
