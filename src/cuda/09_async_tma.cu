@@ -216,18 +216,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
             }
         }
     }
-    if (u.nseg > 1) {
-        // The block that completes the tile adds its partials in segment order.
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) last_segment = atomicAdd(&graded.counters[u.split], 1u) == unsigned(u.nseg - 1);
-        __syncthreads();
-        if (last_segment) {
-            __threadfence();
-            sum_partials<BM, BN, Cfg::kThreads>(graded.partial + int64_t(u.first_slot) * (BM * BN), u.nseg,
-                                                 int(threadIdx.x), p.C, p.ldc, p.M, p.N, p.alpha, p.beta, m0, n0);
-        }
-    }
+    if (u.nseg > 1)  // the block that completes the tile adds its partials in segment order
+        close_segment<BM, BN, Cfg::kThreads>(&graded.counters[u.split], u.nseg, last_segment,
+                                             graded.partial + int64_t(u.first_slot) * (BM * BN), p.C, p.ldc, p.M, p.N,
+                                             p.alpha, p.beta, m0, n0);
 #endif
 }
 
@@ -332,15 +324,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
             for (int q = 0; q < TN / 4; ++q)
                 *reinterpret_cast<float4*>(part + (a_col + 32 * (i / 4) + i % 4) * BN + b_col + 16 * q) =
                     make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) last_segment = atomicAdd(&ts.counters[u.r], 1u) == unsigned(u.nseg - 1);
-        __syncthreads();
-        if (last_segment) {
-            __threadfence();
-            sum_partials<BM, BN, Cfg::kThreads>(first, u.nseg, int(threadIdx.x), p.C, p.ldc, p.M, p.N, p.alpha,
-                                                 p.beta, m0, n0);
-        }
+        close_segment<BM, BN, Cfg::kThreads>(&ts.counters[u.r], u.nseg, last_segment, first, p.C, p.ldc, p.M, p.N,
+                                             p.alpha, p.beta, m0, n0);
         // last_segment is rewritten only after the next segment's barriers.
     }
 #endif

@@ -96,6 +96,24 @@ __device__ __noinline__ void sum_partials(const float* first, int nseg, int ct, 
     }
 }
 
+// Called by every thread of a block that has just parked its segment's partial tile
+// (its own stores done): counts the segment in the tile's counter and, in the block that
+// completes the tile, adds the tile's nseg partials (from `first`) into C. `last` is a
+// __shared__ int of the caller's, rewritten here.
+template <int BM, int BN, int THREADS>
+__device__ __forceinline__ void close_segment(unsigned* counter, int nseg, int& last, const float* first, float* C,
+                                              int64_t ldc, int64_t M, int64_t N, float alpha, float beta,
+                                              int64_t m0, int64_t n0) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == unsigned(nseg - 1);
+    __syncthreads();
+    if (last) {
+        __threadfence();
+        sum_partials<BM, BN, THREADS>(first, nseg, int(threadIdx.x), C, ldc, M, N, alpha, beta, m0, n0);
+    }
+}
+
 // The launcher's side: splits the last round when it holds at most max_rest tiles (and
 // enough k-tiles that every block gets one), reserving the partial tiles (workspace
 // slot 3) and zeroed counters (slot 4). With `split` false every tile stays whole.
