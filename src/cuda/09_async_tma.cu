@@ -189,8 +189,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     }
 
     // The C epilogue, or for a segment the same stores into its partial tile (row-major
-    // BM x BN, alpha 1, beta 0; one code path: a separate one for the partials made
-    // ptxas allocate 227 registers instead of 181 and schedule the k loop differently).
+    // BM x BN, alpha 1, beta 0): one code path, since a separate one for the partials
+    // changed ptxas's schedule of the k loop.
     GemmArgs out = p;
     if (u.nseg > 1) {
         // Addressed as C's rows m0 + [0, BM) and columns n0 + [0, BN) with ldc = BN:
@@ -198,21 +198,59 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         out.C = graded.partial + (int64_t(u.first_slot) + u.seg) * (BM * BN) - (int64_t(m0) * BN + n0);
         out.ldc = BN, out.M = m0 + BM, out.N = n0 + BN, out.alpha = 1.0f, out.beta = 0.0f;
     }
-    const int64_t om0 = m0, on0 = n0;
     const bool c_vec = out.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(out.C) & 15) == 0;
+    if constexpr (Cfg::MIN_BLOCKS == 1) {
+        // Through shared memory: each lane writes its TM x TN accumulators into a
+        // row-major image of the tile in the ring, which every warp has finished with;
+        // then the block stores the image row by row, a warp covering 512 contiguous
+        // bytes of C per 16-byte store (from registers, a warp's store covers 8 rows x 64
+        // bytes). Rows are padded by 4 floats, so the two rows that a quarter-warp writes
+        // fall in different banks. On the H200 this took 37 us off 4096^3 (1.4%) and 0.4%
+        // off 8192^3, where a tile or segment ends ~4 and ~16 times per SM. The two-block
+        // form keeps the stores from registers: capped at 128 registers, its k loop lost
+        // 10% with this epilogue (RESULTS.md, seventh session).
+        constexpr int LD_IMG = BN + 4;
+        static_assert(BM * LD_IMG * 4 <= STAGES * Cfg::STAGE_BYTES, "the tile image must fit in the ring");
+        __syncthreads();  // every warp is past its last k-tile: the ring is free
+        float* img = reinterpret_cast<float*>(smem);
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int64_t m = om0 + a_col + 32 * (i / 4) + i % 4;
-        if (m >= out.M) continue;
+        for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int q = 0; q < TN / 4; ++q) {
-            const int64_t n = on0 + b_col + 16 * q;
+            for (int q = 0; q < TN / 4; ++q)
+                *reinterpret_cast<float4*>(img + (a_col + 32 * (i / 4) + i % 4) * LD_IMG + b_col + 16 * q) =
+                    make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+        __syncthreads();
+        for (int idx = threadIdx.x; idx < BM * BN / 4; idx += Cfg::kThreads) {
+            const int r = idx / (BN / 4), c = 4 * (idx % (BN / 4));
+            const int64_t m = int64_t(m0) + r, n = int64_t(n0) + c;
+            if (m >= out.M) break;  // rows only grow with idx
+            const float4 v = *reinterpret_cast<const float4*>(img + r * LD_IMG + c);
             if (c_vec && n + 4 <= out.N) {
-                store_c4(out, m, n, make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
+                store_c4(out, m, n, v);
             } else {
+                const float e[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    if (n + e < out.N) store_c(out, m, n + e, acc[i][4 * q + e]);
+                for (int j = 0; j < 4; ++j)
+                    if (n + j < out.N) store_c(out, m, n + j, e[j]);
+            }
+        }
+    } else {
+        const int64_t om0 = m0, on0 = n0;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int64_t m = om0 + a_col + 32 * (i / 4) + i % 4;
+            if (m >= out.M) continue;
+#pragma unroll
+            for (int q = 0; q < TN / 4; ++q) {
+                const int64_t n = on0 + b_col + 16 * q;
+                if (c_vec && n + 4 <= out.N) {
+                    store_c4(out, m, n,
+                             make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (n + e < out.N) store_c(out, m, n + e, acc[i][4 * q + e]);
+                }
             }
         }
     }
