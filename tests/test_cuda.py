@@ -253,8 +253,9 @@ def test_stream_k_tail(rng, name, M, N, K, ta):
 @needs_gpu
 @pytest.mark.parametrize("name", ["async_tma", "async_tma_256x128"])
 @pytest.mark.parametrize("M,N,K,ta", [
-    (2148, 4146, 700, False),  # 289 ragged tiles: the last 99 cut in two k-segments (22 k-tiles)
-    (4000, 4000, 520, True),   # 512 tiles, A^T given: 99 in two segments each
+    (2148, 4146, 700, False),  # 289 ragged tiles (297 at 256x128): the last 41 (49) cut in two k-segments
+    (4000, 4000, 520, True),   # 512 tiles, A^T given: the last 32 in two segments each
+    (2148, 4146, 2100, False),  # 289 (297) tiles, 66 k-tiles: 21 (25) in four segments, then 20 (24) in eight
     (300, 500, 3000, False),   # 6 tiles, fewer than SMs: each cut in up to 11 segments (split-K)
     (1000, 1000, 1000, False),  # 32 tiles: 4 segments each
 ])

@@ -57,20 +57,27 @@ __device__ __forceinline__ BlockUnit block_unit(const GradedTail& g, int block, 
 }
 
 // The launcher's side. `slots`: blocks resident at once (SMs x blocks per SM). With at
-// least that many tiles, the last half-round of tiles is cut in four and the quarter-round
-// after it in eight (the best of the gradings simulated from the measured per-SM speeds
-// at 4096^3 and 8192^3); with fewer, every tile is cut so that the grid fills the GPU
-// (split-K). No segment is shorter than min_kt k-tiles. Partial tiles go to workspace
-// slot 3, counters to slot 4: at most 4 x slots partial tiles whatever the problem size
-// (66 MB for 128 x 256 tiles on 132 SMs).
+// least that many tiles, the last `cut` tiles are split: the first half of them in four
+// k-segments each, the rest in eight. `cut` covers what the last round lacks or holds,
+// whichever is less (rem = tiles % slots tiles run in it: min(rem, slots - rem)), plus
+// an eighth of a round for the spread of SM speeds. Measured on the H200 (RESULTS.md,
+// seventh session): a nearly full last round (4096^3, 116 of 132) wants few tiles cut
+// (32: 1.046-1.052x cuBLAS, against 1.022-1.029x for the 99 cut before), a half-full one
+// (8192^3, 68) about twice as many, and a nearly empty one (3072^3, 24) at least its
+// own tiles. With fewer tiles than slots, every tile is cut so that the grid fills the
+// GPU (split-K). No segment is shorter than min_kt k-tiles. Partial tiles go to
+// workspace slot 3, counters to slot 4: fewer than 4 x slots partial tiles whatever the
+// problem size (66 MB for 128 x 256 tiles on 132 SMs).
 inline GradedTail plan_graded_tail(int64_t tiles, int64_t slots, int64_t KT, int64_t min_kt, size_t tile_floats,
                                    Workspace& ws, cudaStream_t stream) {
     GradedTail g;
     g.whole = int(tiles);
     const int64_t most = std::max<int64_t>(1, KT / min_kt);  // most segments per tile
     if (tiles >= slots) {
-        g.n2 = int(std::min<int64_t>(slots / 4, tiles));
-        g.n1 = int(std::min<int64_t>(slots / 2, tiles - g.n2));
+        const int64_t rem = tiles % slots;
+        const int64_t cut = std::min<int64_t>(std::min(rem, slots - rem) + slots / 8, tiles);
+        g.n1 = int((cut + 1) / 2);
+        g.n2 = int(cut / 2);
         g.s1 = int(std::min<int64_t>(4, most));
         g.s2 = int(std::min<int64_t>(8, most));
     } else {
