@@ -412,9 +412,11 @@ static void launch_async_tma(const GemmArgs& p, cudaStream_t stream, Workspace& 
 }
 
 // The one-block-per-SM forms end in a graded tail (same launch). Against the same
-// kernel with whole tiles, same run on the H200: 4096^3 2.724 vs 2.807 ms, 8192^3
-// 20.42 vs 20.76 ms, 6144^3 8.74 vs 8.86, 3072^3 1.23 vs 1.47, 1024^3 0.088 vs 0.193
-// (split-K). The stream-K tail as a second kernel (stream_k.cuh) had measured slower
+// kernel with whole tiles, same run on the H200 (RESULTS.md, seventh session, call 6;
+// 16 + 16 tiles cut, as graded_tail.cuh now picks at 4096^3): 4096^3 2.593 vs 2.671 ms,
+// 5120^3 5.014 vs 5.559, 3072^3 1.146 vs 1.456, 8192^3 20.23 vs 20.35 (20.13 with the
+// 66 + 33 cut that graded_tail.cuh's rule comes close to there); earlier, 1024^3 0.088
+// vs 0.193 ms (split-K). The stream-K tail as a second kernel (stream_k.cuh) had measured slower
 // than whole tiles for these forms at every size tried (2048-8192^3): it starts only
 // after the last whole tile, its blocks each get the same share whatever their SM's
 // speed, and it stalled on instruction fetch (0.84 "no instruction" per issue against
