@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         // fall in different banks. On the H200 this took 37 us off 4096^3 (1.4%) and 0.4%
         // off 8192^3, where a tile or segment ends ~4 and ~16 times per SM. The two-block
         // form keeps the stores from registers: capped at 128 registers, its k loop lost
-        // 10% with this epilogue (RESULTS.md, seventh session).
+        // 7-8% with this epilogue (RESULTS.md, seventh session).
         constexpr int LD_IMG = BN + 4;
         static_assert(BM * LD_IMG * 4 <= STAGES * Cfg::STAGE_BYTES, "the tile image must fit in the ring");
         __syncthreads();  // every warp is past its last k-tile: the ring is free
@@ -416,11 +416,11 @@ static void launch_async_tma(const GemmArgs& p, cudaStream_t stream, Workspace& 
 // 16 + 16 tiles cut, as graded_tail.cuh now picks at 4096^3): 4096^3 2.593 vs 2.671 ms,
 // 5120^3 5.014 vs 5.559, 3072^3 1.146 vs 1.456, 8192^3 20.23 vs 20.35 (20.13 with the
 // 66 + 33 cut that graded_tail.cuh's rule comes close to there); earlier, 1024^3 0.088
-// vs 0.193 ms (split-K). The stream-K tail as a second kernel (stream_k.cuh) had measured slower
-// than whole tiles for these forms at every size tried (2048-8192^3): it starts only
-// after the last whole tile, its blocks each get the same share whatever their SM's
-// speed, and it stalled on instruction fetch (0.84 "no instruction" per issue against
-// 0.29). With two blocks per SM that is hidden, and it paid where the last round was at
+// vs 0.193 ms (split-K). The stream-K tail as a second kernel (stream_k.cuh) had
+// measured slower than whole tiles for these forms at every size tried (2048-8192^3): it
+// starts only after the last whole tile, its blocks each get the same share whatever
+// their SM's speed, and it stalled on instruction fetch (0.84 "no instruction" per issue
+// against 0.29). With two blocks per SM that is hidden, and it paid where the last round was at
 // most three-quarters full (8192^3: 1.025x -> 1.044-1.051x cuBLAS; 6144^3: 1.019x ->
 // 1.034x) but not at 4096^3 (232 of 264: 0.994x whole, 0.987-1.001x split).
 void launch_async_tma_128x256(const GemmArgs& p, cudaStream_t s, Workspace& ws) {
