@@ -224,15 +224,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
             const int r = idx / (BN / 4), c = 4 * (idx % (BN / 4));
             const int64_t m = int64_t(m0) + r, n = int64_t(n0) + c;
             if (m >= out.M) break;  // rows only grow with idx
-            const float4 v = *reinterpret_cast<const float4*>(img + r * LD_IMG + c);
-            if (c_vec && n + 4 <= out.N) {
-                store_c4(out, m, n, v);
-            } else {
-                const float e[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                for (int j = 0; j < 4; ++j)
-                    if (n + j < out.N) store_c(out, m, n + j, e[j]);
-            }
+            store_c4_clipped(out, m, n, *reinterpret_cast<const float4*>(img + r * LD_IMG + c), c_vec);
         }
     } else {
         const int64_t om0 = m0, on0 = n0;
@@ -241,17 +233,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
             const int64_t m = om0 + a_col + 32 * (i / 4) + i % 4;
             if (m >= out.M) continue;
 #pragma unroll
-            for (int q = 0; q < TN / 4; ++q) {
-                const int64_t n = on0 + b_col + 16 * q;
-                if (c_vec && n + 4 <= out.N) {
-                    store_c4(out, m, n,
-                             make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]));
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        if (n + e < out.N) store_c(out, m, n + e, acc[i][4 * q + e]);
-                }
-            }
+            for (int q = 0; q < TN / 4; ++q)
+                store_c4_clipped(out, m, on0 + b_col + 16 * q,
+                                 make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]),
+                                 c_vec);
         }
     }
     if (u.nseg > 1)  // the block that completes the tile adds its partials in segment order

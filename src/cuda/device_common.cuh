@@ -42,6 +42,19 @@ __device__ __forceinline__ void store_c4(const GemmArgs& p, int64_t i, int64_t j
     *c = r;
 }
 
+// store_c4 where C allows it (`vec`: C's rows start on 16 bytes, and the four columns
+// are inside C), else store_c for each of the four columns that is inside C.
+__device__ __forceinline__ void store_c4_clipped(const GemmArgs& p, int64_t i, int64_t j, float4 acc, bool vec) {
+    if (vec && j + 4 <= p.N) {
+        store_c4(p, i, j, acc);
+    } else {
+        const float v[4] = {acc.x, acc.y, acc.z, acc.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (j + e < p.N) store_c(p, i, j + e, v[e]);
+    }
+}
+
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
