@@ -103,10 +103,6 @@ __device__ __forceinline__ bool consumers_all(bool v) {
     return all != 0;
 }
 
-__device__ __forceinline__ float scale_c(const GemmArgs& p, float acc, const float* c) {
-    return p.beta == 0.0f ? p.alpha * acc : p.alpha * acc + p.beta * *c;
-}
-
 // Whether every accumulator is finite. A NaN or an infinity among the inputs always
 // shows in the accumulators of every tile whose products use it (its split parts
 // hold a NaN or an Inf, every product with such a part is non-finite or NaN whatever
@@ -377,16 +373,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     const int r = 8 * pass + tid / 16, q = tid % 16;
                     const float4 v = *reinterpret_cast<const float4*>(buf + r * 64 + ((q ^ ((r >> 1) & 3)) * 4));
                     const int64_t m = m0 + Cfg::EPI_ROWS * ch + r, n = n0 + 64 * c + 4 * q;
-                    if (m >= p.M) continue;
-                    float* crow = p.C + m * p.ldc;
-                    if (c_vec && n + 4 <= p.N) {
-                        store_c4(p, m, n, v);
-                    } else {
-                        const float vv[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                        for (int e = 0; e < 4; ++e)
-                            if (n + e < p.N) crow[n + e] = scale_c(p, vv[e], crow + n + e);
-                    }
+                    if (m < p.M) store_c4_clipped(p, m, n, v, c_vec);
                 }
                 // The next chunk writes the other buffer; the one after this one's
                 // writers pass the next chunk's barrier only after these reads.
