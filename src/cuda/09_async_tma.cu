@@ -12,8 +12,8 @@
 // warp 0 issues the copy for k-step t + AHEAD at the top of step t; AHEAD < STAGES - 1
 // leaves slack so that it rarely waits for a slower warp to release a stage.)
 //
-// Both operands k-major: the launcher packs A^T (K x M) with a tiled transpose (~43 us,
-// 1.6% of the GEMM at 4096^3), so a stage holds 32 rows of BM m and 32 rows of BN n,
+// Both operands k-major: the launcher packs A^T (K x M) with a tiled transpose (36-43 us,
+// 1.4-1.6% of the GEMM at 4096^3), so a stage holds 32 rows of BM m and 32 rows of BN n,
 // and a lane's fragments at one k are float4s of 4 consecutive m and 4 consecutive n.
 // The reason is the register file, not the loads: read from A as TMA writes it ([m][k],
 // float4s along k), the 8 A values a lane uses at one k sit in registers 4 apart, all

@@ -8,6 +8,26 @@ namespace cuda {
 
 namespace {
 
+// v as the destination holds it: b = v (copy), or b and s = its TF32 big and small parts
+// (split; s = 0 for copy). Sets *nonfinite when v holds a NaN or an infinity (every
+// writer stores the same 1).
+template <int N>
+__device__ __forceinline__ void prepare_values(const float (&v)[N], float (&b)[N], float (&s)[N], PrepMode mode,
+                                               int* nonfinite) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        if (nonfinite && !isfinite(v[i])) *nonfinite = 1;
+        if (mode == PrepMode::split) {
+            const Tf32Split t = split_tf32(v[i]);
+            b[i] = __uint_as_float(t.big);
+            s[i] = __uint_as_float(t.small);
+        } else {
+            b[i] = v[i];
+            s[i] = 0.0f;
+        }
+    }
+}
+
 // The untransposed form: one thread per 4 consecutive destination elements of a row
 // (16-byte stores; 16-byte loads too when the source row allows it), threads along the
 // destination row. The padding columns of a row are written as zeros so the TMA boxes
@@ -30,18 +50,7 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
             v[i] = c + i < cols ? src[r * ld_src + c + i] : 0.0f;
     }
     float b[4], s[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        if (nonfinite && !isfinite(v[i])) *nonfinite = 1;  // every writer stores the same 1
-        if (mode == PrepMode::split) {
-            const Tf32Split t = split_tf32(v[i]);
-            b[i] = __uint_as_float(t.big);
-            s[i] = __uint_as_float(t.small);
-        } else {
-            b[i] = v[i];
-            s[i] = 0.0f;
-        }
-    }
+    prepare_values(v, b, s, mode, nonfinite);
     if (big) *reinterpret_cast<float4*>(big + r * ld_dst + c) = make_float4(b[0], b[1], b[2], b[3]);
     if (small) *reinterpret_cast<float4*>(small + r * ld_dst + c) = make_float4(s[0], s[1], s[2], s[3]);
 }
@@ -87,17 +96,11 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
     for (int y = ty; y < kTransposeTile; y += kTransposeRows) {
         const int64_t r = r0 + y;
         if (r >= rows) break;
-        const float v0 = tile[x][y], v1 = tile[x + 1][y];
-        if (nonfinite && !(isfinite(v0) && isfinite(v1))) *nonfinite = 1;
-        if (mode == PrepMode::split) {
-            const Tf32Split t0 = split_tf32(v0), t1 = split_tf32(v1);
-            *reinterpret_cast<float2*>(big + r * ld_dst + c) =
-                make_float2(__uint_as_float(t0.big), __uint_as_float(t1.big));
-            *reinterpret_cast<float2*>(small + r * ld_dst + c) =
-                make_float2(__uint_as_float(t0.small), __uint_as_float(t1.small));
-        } else {
-            *reinterpret_cast<float2*>(big + r * ld_dst + c) = make_float2(v0, v1);
-        }
+        const float v[2] = {tile[x][y], tile[x + 1][y]};
+        float b[2], s[2];
+        prepare_values(v, b, s, mode, nonfinite);
+        *reinterpret_cast<float2*>(big + r * ld_dst + c) = make_float2(b[0], b[1]);
+        if (small) *reinterpret_cast<float2*>(small + r * ld_dst + c) = make_float2(s[0], s[1]);
     }
 }
 
