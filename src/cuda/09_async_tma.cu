@@ -13,8 +13,10 @@
 // leaves slack so that it rarely waits for a slower warp to release a stage.)
 //
 // Both operands k-major: the launcher packs A^T (K x M) with a tiled transpose (36-43 us,
-// 1.4-1.6% of the GEMM at 4096^3), so a stage holds 32 rows of BM m and 32 rows of BN n,
-// and a lane's fragments at one k are float4s of 4 consecutive m and 4 consecutive n.
+// 1.4-1.6% of the GEMM at 4096^3; packed beside the GEMM instead, it gained at most 0.9%
+// and made blocks that waited for it far slower: RESULTS.md, ninth session), so a stage
+// holds 32 rows of BM m and 32 rows of BN n, and a lane's fragments at one k are float4s
+// of 4 consecutive m and 4 consecutive n.
 // The reason is the register file, not the loads: read from A as TMA writes it ([m][k],
 // float4s along k), the 8 A values a lane uses at one k sit in registers 4 apart, all
 // in one register bank, and ptxas's code for that form stalled on operand reads
@@ -168,7 +170,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         const float* As = reinterpret_cast<const float*>(smem + s * Cfg::STAGE_BYTES);
         const float* Bs = As + BM * BK;
         // Fully unrolled: 4096 FFMAs per k-tile for 8 x 16. (Unrolling 8 or 16 k measured
-        // 2.6% and 3.6% slower at 8192^3: RESULTS.md.)
+        // 2.6% and 3.6% slower at 8192^3, and loops of 8 or 16 k that load k + 1's
+        // fragments during k's FFMAs 9-12%: ptxas then rotates the accumulators through
+        // registers and sinks loads next to their use. RESULTS.md, third and ninth sessions.)
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             float4 a4[TM / 4], b4[TN / 4];
