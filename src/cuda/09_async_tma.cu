@@ -173,6 +173,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         // 2.6% and 3.6% slower at 8192^3, and loops of 8 or 16 k that load k + 1's
         // fragments during k's FFMAs 9-12%: ptxas then rotates the accumulators through
         // registers and sinks loads next to their use. RESULTS.md, third and ninth sessions.)
+        // The price of 68 KB: the loop streams its instructions, and both warps of a
+        // scheduler stall a couple of cycles at the start of every 128-byte line (0.26 "no
+        // instruction" stalls per issue); the rolled loops fetch without stalling but issue
+        // 6-7 points less often (load latency, fixed waits, banks: RESULTS.md, tenth session).
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             float4 a4[TM / 4], b4[TN / 4];
