@@ -2,10 +2,11 @@
 // copies taken off the compute warps. The TMA unit copies whole tiles into a
 // STAGES-deep ring of shared-memory stages guarded by mbarriers (full: the bytes
 // landed; empty: every warp has read the stage); one lane asks for each copy, so the
-// warps issue no copy instructions, wait on no block-wide barrier, and drift
-// independently within the ring. On an sm_90 SM each scheduler issues one FFMA per
-// clock for its 32 lanes, so every instruction that is not an FFMA costs an FFMA
-// slot: a warp's stream is FFMAs and 16-byte shared loads.
+// warps issue no copy instructions. Without LOCKSTEP they drift independently within
+// the ring; with it they meet at a barrier before each k-tile, which then also stands
+// in for the empty barriers (see the k loop). On an sm_90 SM each scheduler issues one
+// FFMA per clock for its 32 lanes, so every instruction that is not an FFMA costs an
+// FFMA slot: a warp's stream is FFMAs and 16-byte shared loads.
 //
 // (A separate producer warp would cost registers: ptxas budgets a 9-warp block as 12
 // warps, 168 registers per thread, and an 8 x 16 lane tile then spills. So lane 0 of
@@ -129,7 +130,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     // was there (t - STAGES).
     auto issue = [&](int t) {
         const int s = t % STAGES;
-        if (t >= STAGES) mbar_wait(&empty[s], ((t / STAGES) - 1) & 1);
+        if (!Cfg::LOCKSTEP && t >= STAGES) mbar_wait(&empty[s], ((t / STAGES) - 1) & 1);
         uint8_t* st = smem + s * Cfg::STAGE_BYTES;
         mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
         tma_load_2d(st, &map_at, m0, (u.kb + t) * BK, &full[s]);
@@ -160,13 +161,34 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         // stretch of the 68 KB loop at the same time and fetch its instructions once
         // instead of up to eight times (without it they drift apart by up to the ring's
         // slack). Measured on the H200: 0.6-1.4% faster at 4096^3 and 8192^3.
-        if (Cfg::LOCKSTEP) asm volatile("bar.sync 1, %0;" ::"n"(Cfg::kThreads));
+        // Each warp first looks whether stage kt has landed (it nearly always has), so
+        // that the look's answer (~50 cycles) arrives while the warp waits at the
+        // barrier instead of after it, where every warp stalled on it once per k-tile.
+        bool landed = false;
+        if (Cfg::LOCKSTEP) {
+            landed = mbar_test(&full[kt % STAGES], (kt / STAGES) & 1);
+            asm volatile("bar.sync 1, %0;" ::"n"(Cfg::kThreads));
+        }
         // Lane 0 of warp 0 is also the copy engine's driver: at k-tile kt it asks for
-        // k-tile kt + AHEAD, whose stage held kt + AHEAD - STAGES (released by every warp
-        // by now unless one lags that far behind).
+        // k-tile kt + AHEAD, into the stage of k-tile kt + AHEAD - STAGES. With lockstep
+        // every warp has passed the barrier above, so it has finished k-tile kt - 1 and
+        // all before it: no empty barrier needed (each k-tile's wait on one and arrival
+        // at one measured 0.8-0.9% of the time at 4096^3 and 8192^3). Without lockstep
+        // the issue waits until every warp has released that stage.
         if (threadIdx.x == 0 && kt + Cfg::AHEAD < KT) issue(kt + Cfg::AHEAD);
         const int s = kt % STAGES;
-        mbar_wait(&full[s], (kt / STAGES) & 1);
+        const uint32_t parity = (kt / STAGES) & 1;
+        // The spin for a stage that had not landed stays here, right before the loads:
+        // with every warp's wait moved away from this spot (before the barrier together
+        // with the stage's first loads, or left to thread 0 alone), ptxas batched each
+        // k's LDS.128 back to back (RESULTS.md, eleventh session).
+        if (Cfg::LOCKSTEP) {
+            if (!landed)
+                while (!mbar_test(&full[s], parity)) {
+                }
+        } else {
+            mbar_wait(&full[s], parity);
+        }
         const float* As = reinterpret_cast<const float*>(smem + s * Cfg::STAGE_BYTES);
         const float* Bs = As + BM * BK;
         // Fully unrolled: 4096 FFMAs per k-tile for 8 x 16. (Unrolling 8 or 16 k measured
@@ -191,9 +213,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
             for (int j = 0; j < TN; ++j) b[j] = component(b4[j / 4], j % 4);
             outer_product(acc, a, b);
         }
-        // All of this warp's reads of the stage are done before its one arrival.
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
+        if (!Cfg::LOCKSTEP) {
+            // All of this warp's reads of the stage are done before its one arrival.
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[s]);
+        }
     }
 
     // The C epilogue, or for a segment the same stores into its partial tile (row-major

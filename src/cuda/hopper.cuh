@@ -55,6 +55,19 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     } while (!done);
 }
 
+// One look, without blocking: true once the phase of `bar` with this parity has
+// completed (then, as after mbar_wait, this thread sees what the phase guarded).
+__device__ __forceinline__ bool mbar_test(uint64_t* bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+}
+
 // One 2D box of a tensor map into shared memory; completion counted on `bar` in bytes.
 // Coordinates are (inner, outer) in elements and may run past the tensor: the unit
 // fills those elements with zeros (and still counts their bytes).
