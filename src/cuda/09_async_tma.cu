@@ -10,8 +10,9 @@
 //
 // (A separate producer warp would cost registers: ptxas budgets a 9-warp block as 12
 // warps, 168 registers per thread, and an 8 x 16 lane tile then spills. So lane 0 of
-// warp 0 issues the copy for k-step t + AHEAD at the top of step t; AHEAD < STAGES - 1
-// leaves slack so that it rarely waits for a slower warp to release a stage.)
+// warp 0 issues the copy for k-step t + AHEAD at the top of step t; without lockstep,
+// AHEAD < STAGES - 1 leaves slack so that it rarely waits for a slower warp to release a
+// stage.)
 //
 // Both operands k-major: the launcher packs A^T (K x M) with a tiled transpose (36-43 us,
 // 1.4-1.6% of the GEMM at 4096^3; packed beside the GEMM instead, it gained at most 0.9%
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], Cfg::kWarps);
+            if (!Cfg::LOCKSTEP) mbar_init(&empty[s], Cfg::kWarps);  // lockstep: the barrier stands in
         }
         mbar_fence_init();
         for (int t = 0; t < Cfg::AHEAD && t < KT; ++t) issue(t);
