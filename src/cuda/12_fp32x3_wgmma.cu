@@ -7,14 +7,18 @@
 // wgmmas per k8 step. (Splitting A in shared memory instead, by three producer warps
 // as each tile lands, saves the pass, ~5% of the time at 4096^3, but measured 8-12%
 // slower on the H200: the wgmmas already read ~64 of the SM's 128 shared-memory bytes
-// per clock, and the split moves 48 KB more per k-tile of ~1500 clocks.)
+// per clock, and the split moves 48 KB more per k-tile of ~1500 clocks. Taking A
+// itself as the big part, which the unit truncates to TF32, would leave the pass only
+// the small part to write, but measured 3% slower at 8192^3: the 13 low mantissa bits
+// that rounding zeroes cost the tensor cores power when they are not zero, and at
+// 8192^3 fp32x3 runs at its power limit.)
 // Each pair of k-tiles' products is accumulated on the tensor cores and then added into
 // FP32 registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
 // accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Persistent, with the
-// shared-memory staged epilogue of wgmma_persistent.cuh. Any shape. Inputs holding a
-// NaN or an infinity, which the split cannot carry, run a checked form of the kernel
-// that leaves the parts of C they reach to a plain FP32 kernel (nonfinite.cuh; decided
-// on the device).
+// shared-memory staged epilogue of wgmma_persistent.cuh. Any shape. A NaN or an
+// infinity among the inputs, which the split cannot carry, leaves non-finite
+// accumulators; the kernel leaves those parts of C to a plain FP32 kernel
+// (nonfinite.cuh).
 #include "cuda/wgmma_launch.cuh"
 
 namespace fastgemm {

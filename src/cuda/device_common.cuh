@@ -89,18 +89,17 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
     return r;
 }
 
-// The fp32x3 split of x: big = tf32(x), small = tf32(x - big), so that big + small is x
-// to about 2^-22 relative. A non-finite x keeps its value in big alone (small = 0):
-// x - big is NaN for x = +-Inf, and would turn every product with it into NaN instead
-// of +-Inf. (An x within 2^-12 relative of FLT_MAX rounds to big = Inf: the split's
-// range ends just short of FP32's.)
+// The fp32x3 split of x: big = tf32(x), small = tf32(x - big), each rounded to nearest,
+// so that big + small is x to about 2^-22 relative. Not for non-finite x: x - big is
+// then NaN, and the products that use it come out NaN, which fp32x3's kernel catches
+// (nonfinite.cuh); so does an x within 2^-12 relative of FLT_MAX, whose big rounds to
+// Inf.
 struct Tf32Split {
     uint32_t big, small;
 };
 __device__ __forceinline__ Tf32Split split_tf32(float x) {
     const uint32_t big = to_tf32(x);
-    const float b = __uint_as_float(big);
-    return {big, isfinite(b) ? to_tf32(x - b) : 0u};
+    return {big, to_tf32(x - __uint_as_float(big))};
 }
 
 }  // namespace cuda

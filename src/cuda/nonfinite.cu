@@ -8,15 +8,6 @@ namespace cuda {
 
 namespace {
 
-// Rows over grid.y, columns over grid.x and the threads (coalesced), both grid-strided.
-__global__ void flag_nonfinite_kernel(const float* x, int64_t rows, int64_t cols, int64_t ld, int* flag) {
-    bool seen = false;
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
-        for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < cols; c += int64_t(gridDim.x) * blockDim.x)
-            seen |= !isfinite(x[r * ld + c]);
-    if (__syncthreads_or(seen) && threadIdx.x == 0) *flag = 1;
-}
-
 // One thread per element of a 16 x 16 tile of C, tiles of op(A) and op(B) through
 // shared memory; op() reads honour the transposes. Products in k order with FMAs, as a
 // plain FP32 kernel would. A fixed grid walks the listed regions' 16 x 16 tiles, so
@@ -53,14 +44,6 @@ __global__ void gemm_ieee_listed_kernel(GemmArgs p, const int* list, int rows, i
 }
 
 }  // namespace
-
-void flag_nonfinite(const float* x, int64_t rows, int64_t cols, int64_t ld, int* flag, cudaStream_t stream) {
-    if (rows == 0 || cols == 0) return;
-    const int64_t col_blocks = ceil_div(cols, 256);
-    const dim3 grid(unsigned(col_blocks < 4 ? col_blocks : 4), unsigned(rows < 512 ? rows : 512));
-    flag_nonfinite_kernel<<<grid, 256, 0, stream>>>(x, rows, cols, ld, flag);
-    FASTGEMM_CUDA_CHECK_LAUNCH();
-}
 
 void gemm_ieee_listed(const GemmArgs& p, const int* list, int max_regions, int rows, int cols, cudaStream_t stream) {
     if (p.M == 0 || p.N == 0 || max_regions == 0) return;

@@ -9,14 +9,11 @@ namespace cuda {
 namespace {
 
 // v as the destination holds it: b = v (copy), or b and s = its TF32 big and small parts
-// (split; s = 0 for copy). Sets *nonfinite when v holds a NaN or an infinity (every
-// writer stores the same 1).
+// (split; s = 0 for copy).
 template <int N>
-__device__ __forceinline__ void prepare_values(const float (&v)[N], float (&b)[N], float (&s)[N], PrepMode mode,
-                                               int* nonfinite) {
+__device__ __forceinline__ void prepare_values(const float (&v)[N], float (&b)[N], float (&s)[N], PrepMode mode) {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-        if (nonfinite && !isfinite(v[i])) *nonfinite = 1;
         if (mode == PrepMode::split) {
             const Tf32Split t = split_tf32(v[i]);
             b[i] = __uint_as_float(t.big);
@@ -36,7 +33,7 @@ __device__ __forceinline__ void prepare_values(const float (&v)[N], float (&b)[N
 // took ~60 us for a 4096^2 split on the H200: ~6% of fp32x3_wgmma's time; the split
 // writes 2 x 64 MB there).
 __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t cols, float* big,
-                                       float* small, int64_t ld_dst, PrepMode mode, bool vec_src, int* nonfinite) {
+                                       float* small, int64_t ld_dst, PrepMode mode, bool vec_src) {
     const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
     const int64_t r = blockIdx.y;
     if (c >= ld_dst) return;
@@ -50,7 +47,7 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
             v[i] = c + i < cols ? src[r * ld_src + c + i] : 0.0f;
     }
     float b[4], s[4];
-    prepare_values(v, b, s, mode, nonfinite);
+    prepare_values(v, b, s, mode);
     if (big) *reinterpret_cast<float4*>(big + r * ld_dst + c) = make_float4(b[0], b[1], b[2], b[3]);
     if (small) *reinterpret_cast<float4*>(small + r * ld_dst + c) = make_float4(s[0], s[1], s[2], s[3]);
 }
@@ -66,7 +63,7 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
 constexpr int kTransposeTile = 64, kTransposeRows = 8;
 
 __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* big,
-                                          float* small, int64_t ld_dst, PrepMode mode, bool vec_src, int* nonfinite) {
+                                          float* small, int64_t ld_dst, PrepMode mode, bool vec_src) {
     __shared__ float tile[kTransposeTile][kTransposeTile + 1];
     const int64_t r0 = int64_t(blockIdx.y) * kTransposeTile, c0 = int64_t(blockIdx.x) * kTransposeTile;
     const int x = 2 * int(threadIdx.x), ty = int(threadIdx.y);
@@ -98,7 +95,7 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
         if (r >= rows) break;
         const float v[2] = {tile[x][y], tile[x + 1][y]};
         float b[2], s[2];
-        prepare_values(v, b, s, mode, nonfinite);
+        prepare_values(v, b, s, mode);
         *reinterpret_cast<float2*>(big + r * ld_dst + c) = make_float2(b[0], b[1]);
         if (small) *reinterpret_cast<float2*>(small + r * ld_dst + c) = make_float2(s[0], s[1]);
     }
@@ -107,7 +104,7 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
 }  // namespace
 
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
-                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream, int* nonfinite) {
+                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream) {
     if (rows == 0 || cols == 0) return;
     if (ld_dst % 4 != 0) throw KernelError("prepare_operand: destination rows must be multiples of 4 floats");
     if (reinterpret_cast<uintptr_t>(dst_big) % 16 != 0 || reinterpret_cast<uintptr_t>(dst_small) % 16 != 0)
@@ -122,7 +119,7 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
             const dim3 grid(unsigned(ceil_div(ld_dst, kTransposeTile)), unsigned(ceil_div(n, kTransposeTile)));
             prepare_transposed_kernel<<<grid, dim3(kTransposeTile / 2, kTransposeRows), 0, stream>>>(
                 src + r0, ld_src, n, cols, dst_big + r0 * ld_dst, dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst,
-                mode, vec_src, nonfinite);
+                mode, vec_src);
             FASTGEMM_CUDA_CHECK_LAUNCH();
         }
         return;
@@ -134,7 +131,7 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
         dim3 grid(unsigned(ceil_div(ld_dst, 4 * 256)), unsigned(n));
         prepare_operand_kernel<<<grid, 256, 0, stream>>>(src + r0 * ld_src, ld_src, cols, dst_big + r0 * ld_dst,
                                                          dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, mode,
-                                                         vec_src, nonfinite);
+                                                         vec_src);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
 }

@@ -11,11 +11,11 @@ namespace cuda {
 
 enum class PrepMode { copy, split };
 
-// dst_big (and dst_small for split) = op(src) as rows x cols, row stride ld_dst.
-// src is stored rows x cols (ld_src) or, when `trans`, cols x rows. When `nonfinite` is
-// given, *nonfinite is set to 1 if src holds a NaN or an infinity (and left alone if not).
+// dst_big (and dst_small for split) = op(src) as rows x cols, row stride ld_dst (split:
+// split_tf32 of each element, device_common.cuh). src is stored rows x cols (ld_src) or,
+// when `trans`, cols x rows.
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
-                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream, int* nonfinite = nullptr);
+                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream);
 
 inline bool tma_ready(const float* p, int64_t ld) {
     return ld % 4 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;

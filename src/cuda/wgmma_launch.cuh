@@ -4,8 +4,6 @@
 // and 12_fp32x3_wgmma.cu.
 #pragma once
 
-#include <type_traits>
-
 #include "cuda/cuda_check.hpp"
 #include "cuda/ladder.hpp"
 #include "cuda/nonfinite.cuh"
@@ -23,9 +21,8 @@ struct WgmmaMaps {
     CUtensorMap a, a_small, b;
 };
 
-// fp32x3: `nonfinite` (zeroed) is set when A or B holds a NaN or an infinity (nonfinite.cuh).
 template <class Cfg>
-WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspace& ws, int* nonfinite) {
+WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspace& ws) {
     // A: K-major rows for TMA. fp32x3 always splits it (packing on the way); tf32 packs
     // only when A is transposed or its rows are not 16-byte aligned.
     const float* a = p.A;
@@ -35,7 +32,7 @@ WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspa
         lda = round_up4(p.K);
         float* big = static_cast<float*>(ws.get(0, size_t(p.M) * lda * sizeof(float)));
         float* small = static_cast<float*>(ws.get(1, size_t(p.M) * lda * sizeof(float)));
-        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, big, small, lda, PrepMode::split, stream, nonfinite);
+        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, big, small, lda, PrepMode::split, stream);
         a = big;
         a_small = small;
     } else {
@@ -43,7 +40,6 @@ WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspa
     }
     int64_t ldb = p.ldb;
     const float* b = tma_readable(p.B, ldb, p.trans_b, p.K, p.N, ws, 2, stream);
-    if (Cfg::X3) flag_nonfinite(b, p.K, p.N, ldb, nonfinite, stream);
     return {make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK), make_tma_map_2d(a_small, p.M, p.K, lda, Cfg::BM, Cfg::BK),
             make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32)};
 }
@@ -61,12 +57,7 @@ void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& 
                              bool split_tail = true) {
     require_sm90(name);
     if (p.M == 0 || p.N == 0) return;
-    int* nonfinite = nullptr;  // fp32x3: A or B holds a NaN or an infinity (nonfinite.cuh)
-    if (Cfg::X3) {
-        nonfinite = static_cast<int*>(ws.get(6, sizeof(int)));
-        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(nonfinite, 0, sizeof(int), stream));
-    }
-    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, nonfinite);
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
     int dev = 0, sms = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
     FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -77,35 +68,26 @@ void launch_wgmma_persistent(const GemmArgs& p, cudaStream_t stream, Workspace& 
     // saved: tf32 at 4096^3, 116 of 132, measured 0.508 ms against 0.379 ms whole.)
     const TailSplit ts = plan_stream_k_tail(tiles, blocks, ceil_div(p.K, Cfg::BK), blocks / 2,
                                             size_t(Cfg::BM) * Cfg::BN, split_tail, ws, stream);
-    // fp32x3: the parts of C (at most two per tile) that the checked kernel leaves to
-    // the IEEE fallback: a count, then (m0, n0) pairs (nonfinite.cuh).
+    // fp32x3: the parts of C (at most two per tile) that the kernel leaves to the IEEE
+    // fallback: a count, then (m0, n0) pairs (nonfinite.cuh).
     int* fallback = nullptr;
     if (Cfg::X3) {
         fallback = static_cast<int*>(ws.get(7, size_t(1 + 4 * tiles) * sizeof(int)));
         FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
     }
-    // The whole tiles, then the tail; Checked: the form that runs only on non-finite inputs.
-    auto launch = [&](auto checked) {
-        constexpr bool Checked = decltype(checked)::value;
-        auto kernel = wgmma_persistent_kernel<Cfg, false, Checked>;
-        FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, nonfinite,
-                                                                   fallback);
+    // The whole tiles, then the tail.
+    auto kernel = wgmma_persistent_kernel<Cfg, false>;
+    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+    if (ts.tail_tiles > 0) {
+        auto tail_kernel = wgmma_persistent_kernel<Cfg, true>;
+        FASTGEMM_CUDA_CHECK(
+            cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback);
         FASTGEMM_CUDA_CHECK_LAUNCH();
-        if (ts.tail_tiles > 0) {
-            auto tail_kernel = wgmma_persistent_kernel<Cfg, true, Checked>;
-            FASTGEMM_CUDA_CHECK(
-                cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-            tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts,
-                                                                               nonfinite, fallback);
-            FASTGEMM_CUDA_CHECK_LAUNCH();
-        }
-    };
-    launch(std::false_type{});
-    if constexpr (Cfg::X3) {
-        launch(std::true_type{});
-        gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
     }
+    if (Cfg::X3) gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
 }
 
 }  // namespace cuda

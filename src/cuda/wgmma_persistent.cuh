@@ -29,8 +29,7 @@
 //   fragment writes and the float4 reads are free of bank conflicts. C rows that are
 //   not 16-byte aligned, and the ragged right edge, fall back to scalar stores.
 //   Staged = false stores each element straight from the accumulators (the first form).
-// - Checked (fp32x3, run only when the inputs hold a NaN or an Inf): the same kernel,
-//   testing each warpgroup's accumulators before its part of C is stored and listing
+// - fp32x3 tests each warpgroup's accumulators before its part of C is stored and lists
 //   the parts that are not finite for a plain FP32 kernel (nonfinite.cuh).
 //
 // Any M, N, K (K = 0 included: C = beta * C); needs 16-byte aligned A and B rows (the
@@ -124,19 +123,15 @@ __device__ __forceinline__ void list_for_fallback(int* fallback, int64_t m0, int
 
 // Tail = false: the whole tiles [0, ts.full_tiles). Tail = true: the stream-K tail only,
 // launched after it on the same stream (a separate kernel, so that the whole-tile loop is
-// compiled exactly as without a tail). fp32x3 (else both null): `nonfinite` is set
-// when the inputs hold a NaN or an infinity, which the split cannot carry
-// (nonfinite.cuh), and the kernel runs only when that matches Checked. The usual,
-// unchecked kernel then has nothing to check; the checked one tests each
-// warpgroup's accumulators before storing its BM x 64 part of C, and lists the parts
-// that are not finite in `fallback` (a count, then (m0, n0) pairs) instead.
-template <class Cfg, bool Tail, bool Checked = false>
+// compiled exactly as without a tail). fp32x3 tests each warpgroup's accumulators
+// before storing its BM x 64 part of C, and lists the parts that are not finite in
+// `fallback` (a count, then (m0, n0) pairs) instead (nonfinite.cuh).
+template <class Cfg, bool Tail>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
-                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts, const int* nonfinite,
-                            int* fallback) {
+                            const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts, int* fallback) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (nonfinite != nullptr && (*nonfinite != 0) != Checked) return;
+    constexpr bool Checked = Cfg::X3;
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = align_smem_1024(smem_raw);
