@@ -205,6 +205,30 @@ def test_fp32x3_nonfinite_inputs_with_stream_k_tail_and_beta(rng, alpha, beta):
     assert_matches(C[finite], ref[finite], "fp32x3", K, "fp32x3 around non-finite inputs")
 
 
+@needs_gpu
+def test_fp32x3_values_near_float_max(rng):
+    """A finite value within 2^-12 relative of FLT_MAX has no TF32 big part (it rounds to
+    Inf at 10 mantissa bits), so fp32x3's split cannot carry it although every input and
+    every output here is finite: the kernel's test of its accumulators must hand those
+    parts of C to plain FP32 (nonfinite.cuh). Once in A (split before the GEMM), once in B
+    (split in the k loop)."""
+    M, N, K = 300, 260, 200
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    near_max = np.float32(3.4028e38)
+    A[3, 5] = near_max
+    B[5, :] *= 0.25                  # row 3 of C: up to ~0.9e38
+    B[7, 9] = -near_max
+    A[:, 7] *= 0.25                  # column 9 of C: up to ~0.9e38
+    C = np.full((M, N), np.nan, dtype=np.float32)
+    fastgemm.sgemm(A, B, C, kernel="fp32x3_wgmma", backend="cuda")
+    ref = ieee_reference(A, B, None, 1.0, 0.0, False, False)
+    assert np.all(np.isfinite(ref))
+    huge = np.zeros((M, N), dtype=bool)
+    huge[3, :] = huge[:, 9] = True
+    assert_matches(C[huge], ref[huge], "fp32x3", K, "row and column of near-FLT_MAX inputs")
+    assert_matches(C[~huge], ref[~huge], "fp32x3", K, "the rest of C")
+
+
 def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_calls):
     """C = alpha op(A) B + beta C on random C, then C = op(A) B into NaN-poisoned C
     (beta = 0 must not read C) `poisoned_calls` times, each against float64."""
