@@ -1,6 +1,8 @@
 // fp32x3's answer to non-finite inputs. Its split (x = big + small, both TF32) cannot
 // carry an infinity or a NaN: small = x - big is then NaN, and so is every product that
-// uses it, where IEEE arithmetic may give +-Inf. So:
+// uses it, where IEEE arithmetic may give +-Inf. Nor a finite x within 2^-12 relative of
+// FLT_MAX, whose big part rounds to Inf (the scan that came before this design let
+// those through as finite). So:
 // - the wgmma kernel tests each part of C (BM x 64, one consumer warpgroup's) before it
 //   stores it: a NaN or an Inf among the inputs always leaves non-finite accumulators
 //   in the parts whose products use it (wgmma_persistent.cuh, all_finite). Those parts
