@@ -16,7 +16,8 @@
 // of C and the fallback one launch that returns at once. (Until the twelfth session the
 // launcher first scanned A and B for non-finite values and ran an unchecked kernel when
 // there were none; dropping the scan, and the Inf guard it needed in the B split, made
-// fp32x3 0.9% faster at 4096^3 and 0.3% at 8192^3 on the H200: benchmarks/RESULTS.md.)
+// fp32x3 0.9-3.6% faster at 4096^3 and 0.3-0.7% at 8192^3 on the H200:
+// benchmarks/RESULTS.md.)
 #pragma once
 
 #include "cuda/gemm_args.hpp"
