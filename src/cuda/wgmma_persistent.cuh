@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
                             const __grid_constant__ CUtensorMap map_b, GemmArgs p, TailSplit ts, int* fallback) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr bool Checked = Cfg::X3;
+    constexpr bool Checked = Cfg::X3;  // fp32x3 tests its accumulators before C is written (nonfinite.cuh)
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = align_smem_1024(smem_raw);
@@ -434,8 +434,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
         }
         consumers_bar();
-        // (The unchecked kernel tests != 0, as it always has: == 1 changes one compare in
-        // its SASS, and its code is kept identical to the form measured on the H200.)
+        // (tf32, which does not check, tests != 0, as it always has: == 1 changes one
+        // compare in its SASS, and its code is kept identical to the form measured on the H200.)
         if (Checked ? *last_segment == 1 : *last_segment != 0) {
             __threadfence();
             sum_partials<BM, BN, 256>(first, u.nseg, int(threadIdx.x) - 128, p.C, p.ldc, p.M, p.N, p.alpha, p.beta,
