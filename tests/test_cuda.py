@@ -229,6 +229,107 @@ def test_fp32x3_values_near_float_max(rng):
     assert_matches(C[~huge], ref[~huge], "fp32x3", K, "the rest of C")
 
 
+def _tf32_bits(x, tie_bits=0x1000):
+    """x (float32) with its 13 low mantissa bits set to `tie_bits` (0x1000: halfway
+    between two TF32 values)."""
+    return ((x.view(np.uint32) & np.uint32(0xFFFFE000)) | np.uint32(tie_bits)).view(np.float32)
+
+
+def _round_tf32(x):
+    """x rounded to the nearest TF32 value, ties to even (what TmaElement::tf32 does)."""
+    w = x.view(np.uint32).astype(np.uint64)
+    w = (w + 0xFFF + ((w >> 13) & 1)) & 0xFFFFE000
+    return w.astype(np.uint32).view(np.float32)
+
+
+@needs_gpu
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_tf32_wgmma_rounds_both_operands_to_nearest(side):
+    """The tensor cores drop the 13 low bits of a shared-memory operand (truncation); the
+    wgmma rung's tensor maps round both operands to nearest (ties to even) on the way
+    in. With every element of one operand equal to v and the other all ones, each C
+    element is K * tf32(v) exactly."""
+    ulp, K = 2.0 ** -10, 64
+    for v, expect in [(1 + 0.625 * ulp, 1 + ulp), (1 + 0.375 * ulp, 1.0), (1 + 0.5 * ulp, 1.0),
+                      (1 + 1.5 * ulp, 1 + 2 * ulp), (-(1 + 1.5 * ulp), -(1 + 2 * ulp))]:
+        A, B = np.ones((70, K), np.float32), np.ones((K, 90), np.float32)
+        (A if side == "A" else B)[:] = np.float32(v)
+        C = fastgemm.sgemm(A, B, kernel="tf32_wgmma", backend="cuda")
+        np.testing.assert_array_equal(C, np.float32(K * expect), err_msg=f"{side} = {v!r}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("ta", [False, True])
+def test_tf32_wgmma_is_the_product_of_rounded_operands(rng, ta):
+    """Against float64 of the operands rounded to TF32 (ties to even) only the FP32
+    accumulation differs (~1e-6); truncating either operand would leave ~4e-4."""
+    M, N, K = 300, 260, 1000
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    C = fastgemm.sgemm(np.ascontiguousarray(A.T) if ta else A, B, trans_a=ta, kernel="tf32_wgmma", backend="cuda")
+    ref = reference(_round_tf32(A), _round_tf32(B))
+    assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 2e-5
+    assert_matches(C, reference(A, B), "tf32", K, "against the unrounded operands")
+
+
+@needs_gpu
+@pytest.mark.parametrize("operand", ["A", "B", "A transposed", "A unaligned"])
+def test_fp32x3_ties_split_exactly(rng, operand):
+    """fp32x3 takes A's big part from the tensor map's rounding and its small part from
+    a pre-pass that rounds the same way in its own code (B: both in the k loop). Values
+    exactly halfway between two TF32 values are where two roundings would differ (ties
+    to even against ties away: big + small then misses A by a TF32 ulp, ~5e-4)."""
+    M, N, K = 260, 200, 300
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    if operand == "B":
+        B = _tf32_bits(B)
+    else:
+        A = _tf32_bits(A)
+    ref = reference(A, B)
+    if operand == "A transposed":
+        C = fastgemm.sgemm(np.ascontiguousarray(A.T), B, trans_a=True, kernel="fp32x3_wgmma", backend="cuda")
+    elif operand == "A unaligned":
+        wide = np.zeros((M, K + 1), np.float32)
+        wide[:, :K] = A
+        C = fastgemm.sgemm(wide[:, :K], B, kernel="fp32x3_wgmma", backend="cuda")
+    else:
+        C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+    assert_matches(C, ref, "fp32x3", K, f"ties in {operand}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("case,scale_a,scale_b", [
+    ("A tiny", 2.0 ** -124, 1.0), ("B tiny", 1.0, 2.0 ** -124),
+    ("A subnormal", 2.0 ** -136, 2.0 ** 100), ("B subnormal", 2.0 ** 100, 2.0 ** -136),
+    ("B huge", 2.0 ** -100, 2.0 ** 100), ("A huge", 2.0 ** 100, 2.0 ** -100)])
+def test_fp32x3_values_near_the_ends_of_the_range(rng, case, scale_a, scale_b):
+    """TF32 has 10 mantissa bits only down to 2^-126, so a split small part below that
+    loses bits, and products of values under ~2^-113 would lose FP32 accuracy (0.5
+    relative error for subnormal inputs). fp32x3 splits B scaled by 2^36, so B values
+    down to the smallest subnormal split exactly and B values past 2^92 overflow at that
+    scale and go to the IEEE fallback; A's tiny values go to the fallback from the
+    pre-pass. Every output here is a normal FP32 number."""
+    M, N, K = 260, 200, 300
+    A = (rand(rng, M, K) * np.float32(scale_a)).astype(np.float32)
+    B = (rand(rng, K, N) * np.float32(scale_b)).astype(np.float32)
+    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+    assert_matches(C, reference(A, B), "fp32x3", K, case)
+
+
+@needs_gpu
+def test_fp32x3_one_tiny_row_and_column(rng):
+    """Tiny values in one row of A and one column of B: their row and column of C are
+    checked on their own (in the norm of all of C they would not show)."""
+    M, N, K = 300, 260, 200
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    A[11, :] *= np.float32(2.0 ** -125)
+    B[:, 17] *= np.float32(2.0 ** -125)
+    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+    ref = np.asarray(reference(A, B))
+    assert_matches(C[11:12], ref[11:12], "fp32x3", K, "tiny row of A")
+    assert_matches(C[:, 17:18], ref[:, 17:18], "fp32x3", K, "tiny column of B")
+    assert_matches(C, ref, "fp32x3", K, "all of C")
+
+
 def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_calls):
     """C = alpha op(A) B + beta C on random C, then C = op(A) B into NaN-poisoned C
     (beta = 0 must not read C) `poisoned_calls` times, each against float64."""

@@ -2,16 +2,18 @@
 // Each operand x is split into big = tf32(x) and small = tf32(x - big), each rounded to
 // nearest (x is then big + small to about 2^-22 relative), and C accumulates
 // big*big + big*small + small*big in FP32; the small*small term (about 2^-22) is
-// dropped. A is split in a pre-pass into two arrays that TMA streams as two tiles per
-// stage; B is split in registers as its fragment is loaded (see wgmma_gemm.cuh). Three
-// wgmmas per k8 step. (Splitting A in shared memory instead, by three producer warps
-// as each tile lands, saves the pass, ~5% of the time at 4096^3, but measured 8-12%
-// slower on the H200: the wgmmas already read ~64 of the SM's 128 shared-memory bytes
-// per clock, and the split moves 48 KB more per k-tile of ~1500 clocks. Taking A
-// itself as the big part, which the unit truncates to TF32, would leave the pass only
-// the small part to write, but measured 3% slower at 8192^3: the 13 low mantissa bits
-// that rounding zeroes cost the tensor cores power when they are not zero, and at
-// 8192^3 fp32x3 runs at its power limit.)
+// dropped. A's big part is A itself, rounded to TF32 by the TMA copy on its way to
+// shared memory (TmaElement::tf32: ties to even, as to_tf32), and a pre-pass writes only
+// its small part, so each stage holds two tiles of A (big, small); B is split in
+// registers as its fragment is loaded, scaled by 2^36 so that no small part of it
+// underflows (kX3Tiny, device_common.cuh; see wgmma_gemm.cuh). Three wgmmas per k8 step.
+// (Splitting A in shared memory instead, by three producer warps as each tile lands,
+// saves the pass, ~5% of the time at 4096^3, but measured 8-12% slower on the H200: the
+// wgmmas already read ~64 of the SM's 128 shared-memory bytes per clock, and the split
+// moves 48 KB more per k-tile of ~1500 clocks. Taking A as it is for the big part,
+// which the unit truncates to TF32, measured 3% slower at 8192^3: the 13 low mantissa
+// bits cost the tensor cores power when they are not zero, and at 8192^3 fp32x3 runs at
+// its power limit. The TMA's rounding zeroes them for free.)
 // Each pair of k-tiles' products is accumulated on the tensor cores and then added into
 // FP32 registers with round-to-nearest adds (see wgmma_gemm.cuh), which needs a second
 // accumulator: block tile 128 (m) x 128 (n), 4 stages of 48 KB. Persistent, with the

@@ -75,10 +75,11 @@ __device__ __forceinline__ void cp_async_wait() {
 // Round to the nearest TF32 value (10 mantissa bits), returned as the fp32 bit pattern
 // the tensor cores read. Rounding (rather than letting the unit drop the low bits)
 // halves the representation error. sm_90 has a conversion instruction for ties-to-even
-// (cvt.rn, one F2FP.TF32); sm_80's only form, ties-away (cvt.rna), is three integer
-// instructions (a finiteness test, an add of half an ulp, a mask), and in the wgmma
-// rungs' k loop, which rounds 16 B values per thread per k-tile, those were a fifth of
-// all instructions.
+// (cvt.rn, one F2FP.TF32), the rounding a TmaElement::tf32 copy applies too (fp32x3
+// relies on the two agreeing); sm_80's only form, ties-away (cvt.rna), is three integer
+// instructions (a finiteness test, an add of half an ulp, a mask), and in fp32x3's k
+// loop, which splits 16 B values per thread per k-tile, those were a fifth of all
+// instructions.
 __device__ __forceinline__ uint32_t to_tf32(float x) {
     uint32_t r;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -97,6 +98,18 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
 struct Tf32Split {
     uint32_t big, small;
 };
+
+// The range the split carries. TF32 keeps 10 mantissa bits down to 2^-126 and below
+// that has subnormals spaced 2^-136, so a small part under 2^-126 loses bits: x = big +
+// small holds to FP32 accuracy only for |x| >= 2^-113 (emulated: relative error 1.3e-7
+// for a GEMM of inputs ~2^-114, 7.7e-6 at 2^-120, 0.5 for subnormal inputs). So fp32x3
+// splits B scaled by 2^36 (every nonzero FP32 value is then >= 2^-113; the products are
+// scaled back as they are added into C, and a B value or a product that overflows at
+// that scale is non-finite and goes to the IEEE fallback, nonfinite.cuh), and its A
+// pre-pass makes the small part of a nonzero |a| < 2^-113 NaN, which sends the parts of
+// C that use it to the same fallback.
+constexpr float kX3Tiny = 0x1p-113f;
+constexpr float kX3ScaleB = 0x1p36f, kX3UnscaleB = 0x1p-36f;
 __device__ __forceinline__ Tf32Split split_tf32(float x) {
     const uint32_t big = to_tf32(x);
     return {big, to_tf32(x - __uint_as_float(big))};

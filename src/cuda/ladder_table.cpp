@@ -75,10 +75,12 @@ std::vector<LadderEntry> build() {
          "mma.sync m16n8k8 TF32, double-buffered shared tiles; any shape", true, 0});
     add({"tf32_wgmma", 11, false, Precision::tf32, 90, launch_tf32_wgmma, {},
          {{"BM", 256}, {"BN", 128}, {"BK", 32}, {"stages", 4}}, dir + "11_tf32_wgmma.cu",
-         "wgmma m64n256k8 TF32 + TMA, 4-stage mbarrier ring, warp-specialised, persistent, smem-staged epilogue; any shape", true, 0});
+         "wgmma m64n256k8 TF32 + TMA (rounding both operands to TF32), 4-stage mbarrier ring, warp-specialised, "
+         "persistent, smem-staged epilogue; any shape", true, 0});
     add({"fp32x3_wgmma", 12, false, Precision::fp32x3, 90, launch_fp32x3_wgmma, {},
          {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 4}}, dir + "12_fp32x3_wgmma.cu",
-         "3xTF32 split products on wgmma (A pre-split, B split in registers), FP32 promotion per k-tile, persistent; any shape",
+         "3xTF32 split products on wgmma (A's big part rounded by TMA, its small part from a pre-pass, B split "
+         "in registers), FP32 promotion every two k-tiles, persistent; any shape",
          true, 0});
     add({"cublas", 0, true, Precision::fp32, 0, launch_cublas, {}, {}, dir + "cublas_baseline.cpp",
          "cuBLAS SGEMM, CUBLAS_DEFAULT_MATH (no TF32)", false, 0});

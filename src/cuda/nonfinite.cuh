@@ -10,7 +10,10 @@
 // - gemm_ieee_listed, queued after it, computes the listed parts as
 //   C = alpha op(A) op(B) + beta C with plain FP32 FMAs, so that NaN and Inf propagate
 //   as in reference BLAS, and returns at once when none is listed.
-// A finite product that overflows is listed too, and is then computed in IEEE order.
+// A finite product that overflows is listed too, and is then computed in IEEE order; so
+// is one that overflows only at the 2^36 scale B is split at (|b| or a product >= 2^92),
+// and a part of C that uses an A value under 2^-113, whose small part the pre-pass makes
+// NaN (both for the split's range: kX3Tiny, device_common.cuh).
 // With one NaN in A at 4096^3 only its row of tiles runs in plain FP32 (about half
 // fp32x3's speed overall). On finite inputs the test costs a few instructions per part
 // of C and the fallback one launch that returns at once. (Until the twelfth session the

@@ -8,19 +8,21 @@ namespace cuda {
 
 namespace {
 
-// v as the destination holds it: b = v (copy), or b and s = its TF32 big and small parts
-// (split; s = 0 for copy).
+// v as the destinations hold it: b = v and s = 0 (copy), b and s = its TF32 big and
+// small parts (split), or b = v and s = its small part (small). A nonzero |v| below
+// kX3Tiny, which the split cannot carry, gets a NaN small part (device_common.cuh).
 template <int N>
 __device__ __forceinline__ void prepare_values(const float (&v)[N], float (&b)[N], float (&s)[N], PrepMode mode) {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-        if (mode == PrepMode::split) {
-            const Tf32Split t = split_tf32(v[i]);
-            b[i] = __uint_as_float(t.big);
-            s[i] = __uint_as_float(t.small);
-        } else {
+        if (mode == PrepMode::copy) {
             b[i] = v[i];
             s[i] = 0.0f;
+        } else {
+            const Tf32Split t = split_tf32(v[i]);
+            const bool tiny = fabsf(v[i]) < kX3Tiny && v[i] != 0.0f;
+            b[i] = mode == PrepMode::split ? __uint_as_float(t.big) : v[i];
+            s[i] = tiny ? __uint_as_float(0x7fc00000u) : __uint_as_float(t.small);
         }
     }
 }
@@ -96,7 +98,7 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
         const float v[2] = {tile[x][y], tile[x + 1][y]};
         float b[2], s[2];
         prepare_values(v, b, s, mode);
-        *reinterpret_cast<float2*>(big + r * ld_dst + c) = make_float2(b[0], b[1]);
+        if (big) *reinterpret_cast<float2*>(big + r * ld_dst + c) = make_float2(b[0], b[1]);
         if (small) *reinterpret_cast<float2*>(small + r * ld_dst + c) = make_float2(s[0], s[1]);
     }
 }
@@ -110,6 +112,8 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
     if (reinterpret_cast<uintptr_t>(dst_big) % 16 != 0 || reinterpret_cast<uintptr_t>(dst_small) % 16 != 0)
         throw KernelError("prepare_operand: destinations must start on 16 bytes");
     if (mode == PrepMode::copy) dst_small = nullptr;
+    if (mode != PrepMode::small && !dst_big) throw KernelError("prepare_operand: no destination for the values");
+    if (mode != PrepMode::copy && !dst_small) throw KernelError("prepare_operand: no destination for the small parts");
     if (trans) {
         const bool vec_src = ld_src % 2 == 0 && reinterpret_cast<uintptr_t>(src) % 8 == 0;
         // grid.y counts 64-row tiles: fold more than 65535 of them into several launches.
@@ -118,7 +122,8 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
             const int64_t n = rows - r0 < max_rows ? rows - r0 : max_rows;
             const dim3 grid(unsigned(ceil_div(ld_dst, kTransposeTile)), unsigned(ceil_div(n, kTransposeTile)));
             prepare_transposed_kernel<<<grid, dim3(kTransposeTile / 2, kTransposeRows), 0, stream>>>(
-                src + r0, ld_src, n, cols, dst_big + r0 * ld_dst, dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst,
+                src + r0, ld_src, n, cols, dst_big ? dst_big + r0 * ld_dst : nullptr,
+                dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst,
                 mode, vec_src);
             FASTGEMM_CUDA_CHECK_LAUNCH();
         }
@@ -129,7 +134,8 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
     for (int64_t r0 = 0; r0 < rows; r0 += 65535) {
         const int64_t n = rows - r0 < 65535 ? rows - r0 : 65535;
         dim3 grid(unsigned(ceil_div(ld_dst, 4 * 256)), unsigned(n));
-        prepare_operand_kernel<<<grid, 256, 0, stream>>>(src + r0 * ld_src, ld_src, cols, dst_big + r0 * ld_dst,
+        prepare_operand_kernel<<<grid, 256, 0, stream>>>(src + r0 * ld_src, ld_src, cols,
+                                                         dst_big ? dst_big + r0 * ld_dst : nullptr,
                                                          dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, mode,
                                                          vec_src);
         FASTGEMM_CUDA_CHECK_LAUNCH();

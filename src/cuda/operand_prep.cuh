@@ -9,11 +9,14 @@
 namespace fastgemm {
 namespace cuda {
 
-enum class PrepMode { copy, split };
+// copy: dst_big = op(src). split: dst_big and dst_small = the TF32 big and small parts of
+// each element (split_tf32, device_common.cuh). small: dst_small = the small part only,
+// dst_big (when not null) = op(src) as it is, for a TMA map that rounds it to the big
+// part on the way to shared memory (TmaElement::tf32, the same rounding as to_tf32).
+enum class PrepMode { copy, split, small };
 
-// dst_big (and dst_small for split) = op(src) as rows x cols, row stride ld_dst (split:
-// split_tf32 of each element, device_common.cuh). src is stored rows x cols (ld_src) or,
-// when `trans`, cols x rows.
+// Writes op(src) as rows x cols, row stride ld_dst, in the form `mode` says. src is
+// stored rows x cols (ld_src) or, when `trans`, cols x rows.
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
                      float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream);
 

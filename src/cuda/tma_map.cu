@@ -33,7 +33,7 @@ EncodeTiled encode_fn() {
 }  // namespace
 
 CUtensorMap make_tma_map_2d(const float* base, int64_t rows, int64_t cols, int64_t ld, uint32_t box_rows,
-                            uint32_t box_cols, TmaLayout layout) {
+                            uint32_t box_cols, TmaLayout layout, TmaElement element) {
     CUtensorMap map;
     const cuuint64_t dims[2] = {cuuint64_t(cols < 1 ? 1 : cols), cuuint64_t(rows < 1 ? 1 : rows)};
     const cuuint64_t strides[1] = {cuuint64_t(ld < 4 ? 4 : ld) * sizeof(float)};
@@ -41,7 +41,9 @@ CUtensorMap make_tma_map_2d(const float* base, int64_t rows, int64_t cols, int64
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUtensorMapSwizzle swizzle =
         layout == TmaLayout::swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
-    const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float*>(base), dims,
+    const CUtensorMapDataType type =
+        element == TmaElement::tf32 ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    const CUresult r = encode_fn()(&map, type, 2, const_cast<float*>(base), dims,
                                    strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)

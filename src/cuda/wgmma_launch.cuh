@@ -23,25 +23,34 @@ struct WgmmaMaps {
 
 template <class Cfg>
 WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspace& ws) {
-    // A: K-major rows for TMA. fp32x3 always splits it (packing on the way); tf32 packs
-    // only when A is transposed or its rows are not 16-byte aligned.
+    // A: K-major rows for TMA, packed only when it is transposed or its rows are not
+    // 16-byte aligned. Its map rounds every value to TF32 on the way to shared memory
+    // (TmaElement::tf32): tf32's operand, and fp32x3's big part, whose small part
+    // tf32(a - tf32(a)) (the same rounding) a pre-pass writes, packing A on the way
+    // when it has to.
+    int64_t lda = p.lda, ld_small = 0;
     const float* a = p.A;
-    const float* a_small = p.A;
-    int64_t lda = p.lda;
+    const float* a_small = nullptr;
     if (Cfg::X3) {
-        lda = round_up4(p.K);
-        float* big = static_cast<float*>(ws.get(0, size_t(p.M) * lda * sizeof(float)));
-        float* small = static_cast<float*>(ws.get(1, size_t(p.M) * lda * sizeof(float)));
-        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, big, small, lda, PrepMode::split, stream);
-        a = big;
+        const bool pack = p.trans_a || !tma_ready(p.A, p.lda);
+        ld_small = round_up4(p.K);
+        float* packed = pack ? static_cast<float*>(ws.get(0, size_t(p.M) * ld_small * sizeof(float))) : nullptr;
+        float* small = static_cast<float*>(ws.get(1, size_t(p.M) * ld_small * sizeof(float)));
+        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, packed, small, ld_small, PrepMode::small, stream);
+        if (pack) a = packed, lda = ld_small;
         a_small = small;
     } else {
         a = a_small = tma_readable(p.A, lda, p.trans_a, p.M, p.K, ws, 0, stream);
+        ld_small = lda;
     }
+    // B: fp32x3 splits each fragment in registers, so it needs the FP32 values as they
+    // are; tf32's map rounds them like A's.
     int64_t ldb = p.ldb;
     const float* b = tma_readable(p.B, ldb, p.trans_b, p.K, p.N, ws, 2, stream);
-    return {make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK), make_tma_map_2d(a_small, p.M, p.K, lda, Cfg::BM, Cfg::BK),
-            make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32)};
+    const TmaElement b_element = Cfg::X3 ? TmaElement::fp32 : TmaElement::tf32;
+    return {make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128, TmaElement::tf32),
+            make_tma_map_2d(a_small, p.M, p.K, ld_small, Cfg::BM, Cfg::BK),
+            make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32, TmaLayout::swizzle128, b_element)};
 }
 
 inline void require_sm90(const char* name) {

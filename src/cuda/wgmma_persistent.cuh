@@ -228,11 +228,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             for (int r = 0; r < 4; ++r) {
                 const float v = *reinterpret_cast<const float*>(bt + frag_off[r & 1][r >> 1] + kk * 1024);
                 if constexpr (Cfg::X3) {
-                    const Tf32Split t = split_tf32(v);
+                    const Tf32Split t = split_tf32(v * kX3ScaleB);  // scaled: see kX3Tiny
                     fb[P][kk][r] = t.big;
                     fs[P][kk][r] = t.small;
                 } else {
-                    fb[P][kk][r] = to_tf32(v);
+                    fb[P][kk][r] = __float_as_uint(v);  // rounded to TF32 by the TMA copy
                 }
             }
     };
@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
             for (int i = 0; i < Cfg::ACC; ++i) {
                 fence_operand(dt[i]);
-                d[i] += dt[i];
+                d[i] = fmaf(dt[i], kX3UnscaleB, d[i]);  // B was split scaled by 2^36
             }
         }
     };
