@@ -104,12 +104,12 @@ struct Tf32Split {
 // small holds to FP32 accuracy only for |x| >= 2^-113 (emulated: relative error 1.3e-7
 // for a GEMM of inputs ~2^-114, 7.7e-6 at 2^-120, 0.5 for subnormal inputs; measured on
 // the H200 without this handling: 1.2e-4 with either operand at 2^-124, 0.5 for
-// subnormal B, where FP32 accuracy needs ~1e-7). So fp32x3
-// splits B scaled by 2^36 (every nonzero FP32 value is then >= 2^-113; the products are
-// scaled back as they are added into C, and a B value or a product that overflows at
-// that scale is non-finite and goes to the IEEE fallback, nonfinite.cuh), and its A
-// pre-pass makes the small part of a nonzero |a| < 2^-113 NaN, which sends the parts of
-// C that use it to the same fallback.
+// subnormal B, where FP32 accuracy needs ~1e-7). So fp32x3 splits B scaled by 2^36
+// (every nonzero FP32 value is then >= 2^-113; the products are scaled back as they are
+// added into C, and a B value or a product that overflows at that scale is non-finite
+// and goes to the IEEE fallback, nonfinite.cuh), and its A pre-pass makes the small part
+// of a nonzero |a| < 2^-113 NaN, which sends the parts of C that use it to the same
+// fallback.
 constexpr float kX3Tiny = 0x1p-113f;
 constexpr float kX3ScaleB = 0x1p36f, kX3UnscaleB = 0x1p-36f;
 __device__ __forceinline__ Tf32Split split_tf32(float x) {

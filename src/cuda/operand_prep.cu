@@ -8,22 +8,14 @@ namespace cuda {
 
 namespace {
 
-// v as the destinations hold it: b = v and s = 0 (copy), b and s = its TF32 big and
-// small parts (split), or b = v and s = its small part (small). A nonzero |v| below
-// kX3Tiny, which the split cannot carry, gets a NaN small part (device_common.cuh).
+// fp32x3's small parts of v, tf32(v - tf32(v)). A nonzero |v| below kX3Tiny, which the
+// split cannot carry, gets a NaN small part (device_common.cuh).
 template <int N>
-__device__ __forceinline__ void prepare_values(const float (&v)[N], float (&b)[N], float (&s)[N], PrepMode mode) {
+__device__ __forceinline__ void small_parts(const float (&v)[N], float (&s)[N]) {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-        if (mode == PrepMode::copy) {
-            b[i] = v[i];
-            s[i] = 0.0f;
-        } else {
-            const Tf32Split t = split_tf32(v[i]);
-            const bool tiny = fabsf(v[i]) < kX3Tiny && v[i] != 0.0f;
-            b[i] = mode == PrepMode::split ? __uint_as_float(t.big) : v[i];
-            s[i] = tiny ? __uint_as_float(0x7fc00000u) : __uint_as_float(t.small);
-        }
+        const bool tiny = fabsf(v[i]) < kX3Tiny && v[i] != 0.0f;
+        s[i] = tiny ? __uint_as_float(0x7fc00000u) : __uint_as_float(split_tf32(v[i]).small);
     }
 }
 
@@ -34,8 +26,8 @@ __device__ __forceinline__ void prepare_values(const float (&v)[N], float (&b)[N
 // keep it near the copy rate (the scalar version before it, one element per thread,
 // took ~60 us for a 4096^2 split on the H200: ~6% of fp32x3_wgmma's time; the split
 // writes 2 x 64 MB there).
-__global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t cols, float* big,
-                                       float* small, int64_t ld_dst, PrepMode mode, bool vec_src) {
+__global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t cols, float* out,
+                                       float* small, int64_t ld_dst, bool vec_src) {
     const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
     const int64_t r = blockIdx.y;
     if (c >= ld_dst) return;
@@ -48,10 +40,12 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
         for (int i = 0; i < 4; ++i)
             v[i] = c + i < cols ? src[r * ld_src + c + i] : 0.0f;
     }
-    float b[4], s[4];
-    prepare_values(v, b, s, mode);
-    if (big) *reinterpret_cast<float4*>(big + r * ld_dst + c) = make_float4(b[0], b[1], b[2], b[3]);
-    if (small) *reinterpret_cast<float4*>(small + r * ld_dst + c) = make_float4(s[0], s[1], s[2], s[3]);
+    if (out) *reinterpret_cast<float4*>(out + r * ld_dst + c) = make_float4(v[0], v[1], v[2], v[3]);
+    if (small) {
+        float s[4];
+        small_parts(v, s);
+        *reinterpret_cast<float4*>(small + r * ld_dst + c) = make_float4(s[0], s[1], s[2], s[3]);
+    }
 }
 
 // The transposing form: dst[r][c] = src[c][r]. A 64 x 64 tile goes through shared
@@ -64,8 +58,8 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
 // per thread down a column, ran at ~1 TB/s: 130 us for 4096^2.
 constexpr int kTransposeTile = 64, kTransposeRows = 8;
 
-__global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* big,
-                                          float* small, int64_t ld_dst, PrepMode mode, bool vec_src) {
+__global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* out,
+                                          float* small, int64_t ld_dst, bool vec_src) {
     __shared__ float tile[kTransposeTile][kTransposeTile + 1];
     const int64_t r0 = int64_t(blockIdx.y) * kTransposeTile, c0 = int64_t(blockIdx.x) * kTransposeTile;
     const int x = 2 * int(threadIdx.x), ty = int(threadIdx.y);
@@ -96,23 +90,25 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
         const int64_t r = r0 + y;
         if (r >= rows) break;
         const float v[2] = {tile[x][y], tile[x + 1][y]};
-        float b[2], s[2];
-        prepare_values(v, b, s, mode);
-        if (big) *reinterpret_cast<float2*>(big + r * ld_dst + c) = make_float2(b[0], b[1]);
-        if (small) *reinterpret_cast<float2*>(small + r * ld_dst + c) = make_float2(s[0], s[1]);
+        if (out) *reinterpret_cast<float2*>(out + r * ld_dst + c) = make_float2(v[0], v[1]);
+        if (small) {
+            float s[2];
+            small_parts(v, s);
+            *reinterpret_cast<float2*>(small + r * ld_dst + c) = make_float2(s[0], s[1]);
+        }
     }
 }
 
 }  // namespace
 
-void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
+void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst,
                      float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream) {
     if (rows == 0 || cols == 0) return;
     if (ld_dst % 4 != 0) throw KernelError("prepare_operand: destination rows must be multiples of 4 floats");
-    if (reinterpret_cast<uintptr_t>(dst_big) % 16 != 0 || reinterpret_cast<uintptr_t>(dst_small) % 16 != 0)
+    if (reinterpret_cast<uintptr_t>(dst) % 16 != 0 || reinterpret_cast<uintptr_t>(dst_small) % 16 != 0)
         throw KernelError("prepare_operand: destinations must start on 16 bytes");
     if (mode == PrepMode::copy) dst_small = nullptr;
-    if (mode != PrepMode::small && !dst_big) throw KernelError("prepare_operand: no destination for the values");
+    if (mode != PrepMode::small && !dst) throw KernelError("prepare_operand: no destination for the values");
     if (mode != PrepMode::copy && !dst_small) throw KernelError("prepare_operand: no destination for the small parts");
     if (trans) {
         const bool vec_src = ld_src % 2 == 0 && reinterpret_cast<uintptr_t>(src) % 8 == 0;
@@ -122,9 +118,8 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
             const int64_t n = rows - r0 < max_rows ? rows - r0 : max_rows;
             const dim3 grid(unsigned(ceil_div(ld_dst, kTransposeTile)), unsigned(ceil_div(n, kTransposeTile)));
             prepare_transposed_kernel<<<grid, dim3(kTransposeTile / 2, kTransposeRows), 0, stream>>>(
-                src + r0, ld_src, n, cols, dst_big ? dst_big + r0 * ld_dst : nullptr,
-                dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst,
-                mode, vec_src);
+                src + r0, ld_src, n, cols, dst ? dst + r0 * ld_dst : nullptr,
+                dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, vec_src);
             FASTGEMM_CUDA_CHECK_LAUNCH();
         }
         return;
@@ -135,9 +130,8 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
         const int64_t n = rows - r0 < 65535 ? rows - r0 : 65535;
         dim3 grid(unsigned(ceil_div(ld_dst, 4 * 256)), unsigned(n));
         prepare_operand_kernel<<<grid, 256, 0, stream>>>(src + r0 * ld_src, ld_src, cols,
-                                                         dst_big ? dst_big + r0 * ld_dst : nullptr,
-                                                         dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, mode,
-                                                         vec_src);
+                                                         dst ? dst + r0 * ld_dst : nullptr,
+                                                         dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, vec_src);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
 }

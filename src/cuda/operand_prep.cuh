@@ -1,7 +1,6 @@
 // Operand preparation for the wgmma rungs, run on the stream before the GEMM:
 // pack op(X) densely with 16-byte aligned rows (when an operand is transposed or its
-// rows are not aligned for TMA) and split an operand into TF32 big and small parts
-// (fp32x3). Both are one pass over the operand: O(size) next to the GEMM's O(size^1.5).
+// rows are not aligned for TMA) and write the TF32 small parts of an operand (fp32x3). Both are one pass over the operand: O(size) next to the GEMM's O(size^1.5).
 #pragma once
 
 #include "cuda/gemm_args.hpp"
@@ -9,15 +8,15 @@
 namespace fastgemm {
 namespace cuda {
 
-// copy: dst_big = op(src). split: dst_big and dst_small = the TF32 big and small parts of
-// each element (split_tf32, device_common.cuh). small: dst_small = the small part only,
-// dst_big (when not null) = op(src) as it is, for a TMA map that rounds it to the big
-// part on the way to shared memory (TmaElement::tf32, the same rounding as to_tf32).
-enum class PrepMode { copy, split, small };
+// copy: dst = op(src). small (fp32x3): dst_small = the TF32 small part of each
+// element, tf32(x - tf32(x)) (split_tf32, device_common.cuh), and dst, when not null,
+// = op(src) as it is: a TMA map rounds that to the big part on the way to shared memory
+// (TmaElement::tf32, the same rounding as to_tf32).
+enum class PrepMode { copy, small };
 
 // Writes op(src) as rows x cols, row stride ld_dst, in the form `mode` says. src is
 // stored rows x cols (ld_src) or, when `trans`, cols x rows.
-void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst_big,
+void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst,
                      float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream);
 
 inline bool tma_ready(const float* p, int64_t ld) {

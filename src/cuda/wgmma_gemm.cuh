@@ -14,10 +14,10 @@
 // consumer thread loads its TF32 fragment with scalar shared loads.
 //
 // Rounding: the tensor cores read a shared-memory TF32 operand by dropping its 13 low
-// mantissa bits (truncation), and round a register operand to nearest (measured on the
-// H200). tf32's tensor maps round both operands to nearest on the way in
-// (TmaElement::tf32), as cuBLAS's TF32 kernel does: error 2.6e-4 instead of 4.2e-4 on
-// uniform inputs, and, with zeros in the low bits, 2-3% less time at the power limit.
+// mantissa bits (truncation, measured on the H200). tf32's tensor maps round both
+// operands to nearest on the way in (TmaElement::tf32), as cuBLAS's TF32 kernel does:
+// error 2.6e-4 instead of 4.2e-4 on uniform inputs, and, with zeros in the low bits,
+// 2-3% less time on an H200 whose TF32 kernels run at its power limit.
 //
 // Block: 384 threads = 1 producer warpgroup (one thread issues TMA) + 2 consumer
 // warpgroups. The block owns BM (m) x 128 (n) of C; consumer warpgroup c owns n rows
