@@ -229,10 +229,10 @@ def test_fp32x3_values_near_float_max(rng):
     assert_matches(C[~huge], ref[~huge], "fp32x3", K, "the rest of C")
 
 
-def _tf32_bits(x, tie_bits=0x1000):
-    """x (float32) with its 13 low mantissa bits set to `tie_bits` (0x1000: halfway
-    between two TF32 values)."""
-    return ((x.view(np.uint32) & np.uint32(0xFFFFE000)) | np.uint32(tie_bits)).view(np.float32)
+def _tf32_tie(x):
+    """x (float32) with its 13 low mantissa bits set to 0x1000: halfway between two TF32
+    values."""
+    return ((x.view(np.uint32) & np.uint32(0xFFFFE000)) | np.uint32(0x1000)).view(np.float32)
 
 
 def _round_tf32(x):
@@ -281,9 +281,9 @@ def test_fp32x3_ties_split_exactly(rng, operand):
     M, N, K = 260, 200, 300
     A, B = rand(rng, M, K), rand(rng, K, N)
     if operand == "B":
-        B = _tf32_bits(B)
+        B = _tf32_tie(B)
     else:
-        A = _tf32_bits(A)
+        A = _tf32_tie(A)
     ref = reference(A, B)
     if operand == "A transposed":
         C = fastgemm.sgemm(np.ascontiguousarray(A.T), B, trans_a=True, kernel="fp32x3_wgmma", backend="cuda")

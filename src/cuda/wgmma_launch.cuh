@@ -28,28 +28,28 @@ WgmmaMaps prepare_wgmma_operands(const GemmArgs& p, cudaStream_t stream, Workspa
     // (TmaElement::tf32): tf32's operand, and fp32x3's big part, whose small part
     // tf32(a - tf32(a)) (the same rounding) a pre-pass writes, packing A on the way
     // when it has to.
-    int64_t lda = p.lda, ld_small = 0;
+    int64_t lda = p.lda;
     const float* a = p.A;
-    const float* a_small = nullptr;
+    const float* small = nullptr;
+    const int64_t ld_small = round_up4(p.K);
     if (Cfg::X3) {
         const bool pack = p.trans_a || !tma_ready(p.A, p.lda);
-        ld_small = round_up4(p.K);
         float* packed = pack ? static_cast<float*>(ws.get(0, size_t(p.M) * ld_small * sizeof(float))) : nullptr;
-        float* small = static_cast<float*>(ws.get(1, size_t(p.M) * ld_small * sizeof(float)));
-        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, packed, small, ld_small, PrepMode::small, stream);
+        float* parts = static_cast<float*>(ws.get(1, size_t(p.M) * ld_small * sizeof(float)));
+        prepare_operand(p.A, p.lda, p.trans_a, p.M, p.K, packed, parts, ld_small, PrepMode::small, stream);
         if (pack) a = packed, lda = ld_small;
-        a_small = small;
+        small = parts;
     } else {
-        a = a_small = tma_readable(p.A, lda, p.trans_a, p.M, p.K, ws, 0, stream);
-        ld_small = lda;
+        a = tma_readable(p.A, lda, p.trans_a, p.M, p.K, ws, 0, stream);
     }
     // B: fp32x3 splits each fragment in registers, so it needs the FP32 values as they
     // are; tf32's map rounds them like A's.
     int64_t ldb = p.ldb;
     const float* b = tma_readable(p.B, ldb, p.trans_b, p.K, p.N, ws, 2, stream);
     const TmaElement b_element = Cfg::X3 ? TmaElement::fp32 : TmaElement::tf32;
-    return {make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128, TmaElement::tf32),
-            make_tma_map_2d(a_small, p.M, p.K, ld_small, Cfg::BM, Cfg::BK),
+    const CUtensorMap map_a = make_tma_map_2d(a, p.M, p.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128, TmaElement::tf32);
+    // tf32 reads no small parts: its kernel never uses that map.
+    return {map_a, Cfg::X3 ? make_tma_map_2d(small, p.M, p.K, ld_small, Cfg::BM, Cfg::BK) : map_a,
             make_tma_map_2d(b, p.K, p.N, ldb, Cfg::BK, 32, TmaLayout::swizzle128, b_element)};
 }
 
