@@ -11,7 +11,7 @@
 // saves the pass, ~5% of the time at 4096^3, but measured 8-12% slower on the H200: the
 // wgmmas already read ~64 of the SM's 128 shared-memory bytes per clock, and the split
 // moves 48 KB more per k-tile of ~1500 clocks. Having the producer warpgroup load A from
-// global memory and write the small parts itself measured 1.5-1.7x slower: beside the
+// global memory and write the small parts itself measured 1.51-1.74x slower: beside the
 // consumers' 232 registers it keeps 40, too few loads in flight to feed a k-tile per
 // ~1 us through L2 latency. Taking A as it is for the big part,
 // which the unit truncates to TF32, measured 3% slower at 8192^3: the 13 low mantissa
