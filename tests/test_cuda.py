@@ -210,8 +210,8 @@ def test_fp32x3_values_near_float_max(rng):
     """A finite value within 2^-12 relative of FLT_MAX has no TF32 big part (it rounds to
     Inf at 10 mantissa bits), so fp32x3's split cannot carry it although every input and
     every output here is finite: the kernel's test of its accumulators must hand those
-    parts of C to plain FP32 (nonfinite.cuh). Once in A (split before the GEMM), once in B
-    (split in the k loop)."""
+    parts of C to plain FP32 (nonfinite.cuh). Once in A (its big part rounded by the TMA
+    copy), once in B (split in the k loop)."""
     M, N, K = 300, 260, 200
     A, B = rand(rng, M, K), rand(rng, K, N)
     near_max = np.float32(3.4028e38)

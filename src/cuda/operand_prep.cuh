@@ -1,6 +1,7 @@
 // Operand preparation for the wgmma rungs, run on the stream before the GEMM:
 // pack op(X) densely with 16-byte aligned rows (when an operand is transposed or its
-// rows are not aligned for TMA) and write the TF32 small parts of an operand (fp32x3). Both are one pass over the operand: O(size) next to the GEMM's O(size^1.5).
+// rows are not aligned for TMA) and write the TF32 small parts of an operand (fp32x3).
+// Both are one pass over the operand: O(size) next to the GEMM's O(size^1.5).
 #pragma once
 
 #include "cuda/gemm_args.hpp"
