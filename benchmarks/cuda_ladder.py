@@ -9,7 +9,8 @@ Bench per size), is verified against the float64 reference, then timed with CUDA
                                      [--json out.json]
 
 Ratios are cuBLAS SGEMM time / kernel time (> 1 is faster than cublas), and for tf32
-kernels also against cublas_tf32, from this one run.
+kernels also against cublas_tf32, from this one run. A last table checks the backend's
+targets (cuda_targets.py) on this run's rows when it timed 4096^3 or 8192^3.
 
 Rounds: the whole kernel list is timed --rounds times in turn, and a kernel's device
 time is the median of its per-round medians. On the H200 a GPU that has been busy for a
@@ -45,6 +46,7 @@ import time
 import fastgemm
 from fastgemm import _fastgemm
 
+import cuda_targets
 from gpu_telemetry import ClockSampler
 
 # The clock window of a kernel: its timed launches, and after --settle-ms the settling
@@ -86,6 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-slow", action="store_true", help="skip kernels over their bench FLOP cap")
     ap.add_argument("--json", default="", help="write every result here")
     args = ap.parse_args(argv)
+    started = time.perf_counter()
 
     status = next(b for b in fastgemm.backends() if b.name == "cuda")
     if not status.available:
@@ -137,7 +140,7 @@ def main(argv=None) -> int:
                       f"{'ok' if r.passed else 'FAIL'}{at}", flush=True)
         for k in todo:
             if k.name in errors:
-                rows.append(dict(kernel=k.name, error=errors[k.name]))
+                rows.append(dict(kernel=k.name, size=S, error=errors[k.name]))
                 continue
             rs = [r for r, _, _ in runs[k.name]]
             sampled = [c for _, _, c in runs[k.name] if c]
@@ -180,9 +183,15 @@ def main(argv=None) -> int:
                   f"| {'yes' if r['passed'] else 'NO'} | {r['x_cublas'] or 0:.3f} | {xt} | {mhz} | {watts} |")
         print(flush=True)
     clocks.stop()
+    wall_s = time.perf_counter() - started
+    verdicts = cuda_targets.check(results, [k.name for k in fastgemm.kernels("cuda")], wall_s)
+    if any(r["size"] in cuda_targets.SIZES for r in results):
+        print(f"## Targets (issue 6, set on the H200), from this run on {status.device}\n")
+        print(cuda_targets.markdown(verdicts), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=status.device, properties=props, results=results), f, indent=1)
+            json.dump(dict(device=status.device, properties=props, results=results, wall_s=wall_s,
+                           targets=[vars(v) for v in verdicts]), f, indent=1)
     return 0 if all(r.get("passed", False) for r in results) else 1
 
 
