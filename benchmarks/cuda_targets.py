@@ -1,12 +1,13 @@
 """The cuda backend's performance targets on the H200 (issue 6), checked on the rows of one
-run of cuda_ladder.py, so that every ratio in a verdict comes from the same run:
+run of cuda_ladder.py, so that every ratio in a verdict comes from the same run. At 4096^3
+and at 8192^3:
 
 - the best strict-fp32 kernel >= 1.05x cuBLAS SGEMM, relative error <= 2e-6;
 - fp32x3 >= 2.5x cuBLAS SGEMM, relative error <= 2e-6 and at most 2x cuBLAS SGEMM's on
   the same inputs;
-- the best tf32 kernel >= 0.95x cuBLAS TF32;
-  each at 4096^3 and 8192^3;
-- every rung of the ladder verified and timed at 4096^3, the whole run within 10 minutes.
+- the best tf32 kernel >= 0.95x cuBLAS TF32.
+
+And every rung of the ladder verified and timed at 4096^3, the whole run within 10 minutes.
 
 A row is one kernel at one size as cuda_ladder.py builds it (kernel, precision, size,
 passed, rel_err, x_cublas, x_cublas_tf32, or kernel and error when it failed to run).
