@@ -122,8 +122,9 @@ def markdown(verdicts: list[Verdict]) -> str:
     for target in dict.fromkeys(v.target for v in verdicts):
         cells = {v.size: f"{word[v.met]}: {v.detail}" for v in verdicts if v.target == target}
         lines.append(f"| {target} | " + " | ".join(cells.get(s, "") for s in SIZES) + " |")
-    measured = [v.met for v in verdicts if v.met is not None]
-    summary = ("every target met in this run" if measured and all(measured) and len(measured) == len(verdicts)
-               else f"{sum(measured)} of {len(verdicts)} targets met in this run"
-               + (f" ({len(verdicts) - len(measured)} not measured)" if len(measured) < len(verdicts) else ""))
+    met = sum(v.met is True for v in verdicts)
+    unmeasured = sum(v.met is None for v in verdicts)
+    summary = ("every target met in this run" if met == len(verdicts)
+               else f"{met} of {len(verdicts)} targets met in this run"
+               + (f" ({unmeasured} not measured)" if unmeasured else ""))
     return "\n".join(lines) + f"\n\n{summary}"
