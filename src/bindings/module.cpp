@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "core/autotune.hpp"
+#include "core/selection.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "core/interrupt.hpp"

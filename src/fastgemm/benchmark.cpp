@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "context.hpp"
-#include "core/autotune.hpp"
+#include "core/selection.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 

@@ -8,7 +8,7 @@
 #include <functional>
 #include <utility>
 
-#include "core/autotune.hpp"
+#include "core/selection.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 

@@ -1,4 +1,4 @@
-#include "autotune.hpp"
+#include "selection.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -56,19 +56,46 @@ const Kernel* fastest(const std::vector<const Kernel*>& candidates, const Proble
 
 }  // namespace
 
-std::string shape_class(const std::string& backend, const Problem& p) {
+const char* to_string(Accuracy a) {
+    switch (a) {
+        case Accuracy::fp32: return "fp32";
+        case Accuracy::strict: return "strict";
+        case Accuracy::tf32: return "tf32";
+    }
+    return "fp32";
+}
+
+Accuracy parse_accuracy(const std::string& name) {
+    if (name == "fp32") return Accuracy::fp32;
+    if (name == "strict") return Accuracy::strict;
+    if (name == "tf32") return Accuracy::tf32;
+    throw NotFoundError("unknown precision '" + name + "'; accepted: fp32 (FP32-accurate, the default), "
+                        "strict (every product and sum in FP32), tf32 (relaxed inputs allowed)");
+}
+
+bool allows(Accuracy a, Precision p) {
+    switch (a) {
+        case Accuracy::strict: return p == Precision::fp32;
+        case Accuracy::fp32: return p == Precision::fp32 || p == Precision::fp32x3;
+        case Accuracy::tf32: return true;
+    }
+    return false;
+}
+
+std::string shape_class(const std::string& backend, const Problem& p, Accuracy accuracy) {
     std::ostringstream os;
-    os << backend << "|" << (p.trans_a ? 't' : 'n') << (p.trans_b ? 't' : 'n') << "|"
+    os << backend << "|" << to_string(accuracy) << "|" << (p.trans_a ? 't' : 'n') << (p.trans_b ? 't' : 'n') << "|"
        << (p.beta == 0.0f ? "beta0" : "beta") << "|" << shape_bucket(p.M) << "x"
        << shape_bucket(p.N) << "x" << shape_bucket(p.K);
     return os.str();
 }
 
-const Kernel& select_kernel(const std::string& backend, const Problem& p) {
+const Kernel& select_kernel(const std::string& backend_name, const Problem& p, Accuracy accuracy) {
     const Registry& reg = Registry::global();
+    const std::string backend = reg.resolve_backend(backend_name).name();
     std::vector<const Kernel*> candidates, fallback;
     for (const Kernel* k : reg.kernels(backend)) {
-        if (!k->info().accepts(p)) continue;
+        if (!k->info().accepts(p) || !allows(accuracy, k->info().precision)) continue;
         (k->info().auto_candidate ? candidates : fallback).push_back(k);
     }
     if (candidates.empty()) {
@@ -86,7 +113,7 @@ const Kernel& select_kernel(const std::string& backend, const Problem& p) {
     });
     if (candidates.size() == 1 || !autotune_enabled()) return *candidates.front();
 
-    std::string key = shape_class(backend, p);
+    std::string key = shape_class(backend, p, accuracy);
     std::lock_guard<std::mutex> lock(table_mutex());
     auto it = table().find(key);
     if (it != table().end()) {
@@ -104,9 +131,10 @@ std::map<std::string, std::string> tuning_table() {
     return table();
 }
 
-void load_tuning_table(const std::map<std::string, std::string>& t) {
+int load_tuning_table(const std::map<std::string, std::string>& t) {
     std::lock_guard<std::mutex> lock(table_mutex());
     for (const auto& kv : t) table()[kv.first] = kv.second;
+    return 0;
 }
 
 }  // namespace fastgemm
