@@ -43,4 +43,20 @@ std::unique_ptr<Launch> Kernel::bind(const Problem& p, const float* A, const flo
     return make_launch(p, A, B, C);
 }
 
+void Kernel::run_once(const Problem& p, const float* A, const float* B, float* C) const {
+    p.validate();
+    info_.check(p);
+    if (p.alpha == 0.0f || p.K == 0 || p.M == 0 || p.N == 0) {
+        ScaleOnlyLaunch(p, C).run();
+        return;
+    }
+    run_direct(p, A, B, C);
+}
+
+void Kernel::run_direct(const Problem& p, const float* A, const float* B, float* C) const {
+    auto launch = make_launch(p, A, B, C);
+    launch->run();
+    launch->finish();
+}
+
 }  // namespace fastgemm

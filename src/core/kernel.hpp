@@ -40,9 +40,17 @@ public:
     // Launch is destroyed; C is read when beta != 0.
     std::unique_ptr<Launch> bind(const Problem& p, const float* A, const float* B, float* C) const;
 
+    // One complete call, as fastgemm.sgemm makes it: the same checks and quick return as
+    // bind(), then C = alpha * op(A) op(B) + beta * C, finished (C holds the result).
+    void run_once(const Problem& p, const float* A, const float* B, float* C) const;
+
 protected:
     virtual std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B,
                                                 float* C) const = 0;
+    // run_once's work after the checks. The default binds a Launch, runs and finishes it;
+    // a backend overrides it to skip what a single call does not need (a Launch object,
+    // buffers that a timing loop would reuse, event timing).
+    virtual void run_direct(const Problem& p, const float* A, const float* B, float* C) const;
 
 private:
     KernelInfo info_;
