@@ -24,8 +24,9 @@ fi
 
 PY=${PYTHON:-python3}
 root=${FASTGEMM_SANITIZE_DIR:-build/sanitize}
-target="$root/site"
 mkdir -p "$root"
+root=$(cd "$root" && pwd)  # absolute from here on: relative and absolute settings both work
+target="$root/site"
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 
 compiler=${CXX:-g++}
@@ -67,21 +68,22 @@ done
 present=()
 for t in "${tests[@]}"; do [[ -f "$t" ]] && present+=("$t"); done
 
-export PYTHONPATH="$PWD/$target${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$target${PYTHONPATH:+:$PYTHONPATH}"
 export LD_PRELOAD="$libasan:$libstdcxx${LD_PRELOAD:+:$LD_PRELOAD}"
 # allocator_may_return_null: an absurd allocation must become MemoryError, as without ASan.
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 export FASTGEMM_SANITIZED=1                     # tests skip RSS-growth checks (ASan quarantine)
-export FASTGEMM_CACHE_DIR="$PWD/$root/cache"    # autotune table of this build only
+export FASTGEMM_CACHE_DIR="$root/cache"         # autotune table of this build only
 export FASTGEMM_HYPOTHESIS_PROFILE=${FASTGEMM_HYPOTHESIS_PROFILE:-ci}
+export FASTGEMM_SANITIZE_TARGET="$target"
 
 "$PY" - <<'EOF'
-import fastgemm, sys
+import fastgemm, os, sys
 where = fastgemm.__file__
 print("== sanitize: testing", where, "backends:",
       [b.name for b in fastgemm.backends() if b.available])
-if "/site/" not in where:
+if not where.startswith(os.environ["FASTGEMM_SANITIZE_TARGET"] + "/"):
     sys.exit("sanitize.sh: the sanitized build is not the one imported")
 EOF
 

@@ -9,6 +9,22 @@ from conftest import assert_matches, rand, reference
 
 CPU_KERNELS = [k.name for k in fastgemm.kernels("cpu")]
 PRECISION = {k.name: k.precision for k in fastgemm.kernels("cpu")}
+INFO = {k.name: k for k in fastgemm.kernels("cpu")}
+
+
+def refuses(kernel, A, B, C, **kw):
+    """True (after checking the refusal) when `kernel`'s constraints exclude the problem:
+    such a call must raise ConstraintError and leave C untouched."""
+    M, N = C.shape
+    K = A.shape[0] if kw.get("trans_a") else A.shape[1]
+    if INFO[kernel].accepts(M, N, K, kw.get("trans_a", False), kw.get("trans_b", False),
+                            kw.get("alpha", 1.0), kw.get("beta", 0.0)):
+        return False
+    before = C.copy()
+    with pytest.raises(fastgemm.ConstraintError, match=kernel):
+        fastgemm.sgemm(A, B, C, kernel=kernel, backend="cpu", **kw)
+    np.testing.assert_array_equal(C, before)
+    return True
 
 # 1, primes and non-multiples of every tile size (8..256) and of the loop unrolls.
 SHAPES = [(1, 1, 1), (7, 7, 7), (33, 17, 9), (1, 100, 57), (100, 1, 33), (64, 64, 64), (257, 33, 100),
@@ -29,6 +45,8 @@ def test_kernel_matches_float64(kernel, shape, rng):
     M, N, K = shape
     A, B = rand(rng, M, K), rand(rng, K, N)
     C = np.full((M, N), np.nan, dtype=np.float32)  # poisoned: beta = 0 must not read it
+    if refuses(kernel, A, B, C):
+        return
     out = fastgemm.sgemm(A, B, C, kernel=kernel, backend="cpu")
     assert out is C
     assert_matches(C, reference(A, B), PRECISION[kernel], K, f"{kernel} {shape}")
@@ -44,6 +62,8 @@ def test_kernel_transposes_and_scalars(kernel, trans_a, trans_b, alpha, beta, rn
     B = rand(rng, N, K) if trans_b else rand(rng, K, N)
     C0 = rand(rng, M, N)
     C = C0.copy()
+    if refuses(kernel, A, B, C, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b):
+        return
     fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                    kernel=kernel, backend="cpu")
     ref = reference(A, B, C0, alpha, beta, trans_a, trans_b)

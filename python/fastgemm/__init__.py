@@ -14,8 +14,9 @@ try:  # the cpu baseline's OpenBLAS lives in this wheel on Linux; loading it fir
 except ImportError:
     pass
 
-from . import _fastgemm
+from . import _fastgemm, arguments
 from .api import BenchResult, backends, benchmark, empty, kernels, sgemm, zeros
+from .matmul import matmul
 from .errors import (
     BackendUnavailableError,
     ConstraintError,
@@ -37,13 +38,27 @@ def get_num_threads() -> int:
 
 
 def set_num_threads(n: int) -> None:
-    """Set the CPU thread count (default: FASTGEMM_NUM_THREADS, else the usable cores)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"thread count must be an integer >= 1, got {n!r}")
-    _fastgemm.set_num_threads(n)
+    """Set the CPU thread count (default: FASTGEMM_NUM_THREADS, else the usable cores).
+
+    n is an integer (numpy integers too) from 1 to fastgemm.arguments.MAX_THREADS."""
+    _fastgemm.set_num_threads(arguments.integer(n, "n", 1, arguments.MAX_THREADS))
 
 
+# The environment variables the core reads at start-up, checked by the same rules as
+# arguments: an invalid value is reported once and ignored.
+arguments.env_threads("FASTGEMM_NUM_THREADS")
+arguments.env_flag("FASTGEMM_AUTOTUNE", True)
 _autotune.load()
+
+
+def __getattr__(name):
+    # fastgemm.emu, fastgemm.cuda, ... after a plain `import fastgemm`, imported on first
+    # use so that users of one backend do not pay for the others.
+    if name in ("emu", "cuda", "metal", "harness", "roofline", "plots", "report"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'fastgemm' has no attribute {name!r}")
 
 try:  # let threadpoolctl.threadpool_limits(1) limit fastgemm too, when threadpoolctl is installed
     from . import _threadpoolctl  # noqa: F401
@@ -51,7 +66,7 @@ except ImportError:
     pass
 
 __all__ = [
-    "sgemm", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros",
+    "sgemm", "matmul", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros",
     "get_num_threads", "set_num_threads", "cmake_dir", "__version__",
     "FastgemmError", "ShapeError", "DTypeError", "ConstraintError", "NotFoundError",
     "BackendUnavailableError", "KernelError",

@@ -14,7 +14,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from . import _fastgemm
+from . import _fastgemm, arguments
 from .errors import DTypeError, ShapeError, NotFoundError
 
 __all__ = ["sgemm", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros"]
@@ -40,19 +40,6 @@ def _is_dlpack_device(x) -> bool:
         return dev()[0] != 1  # 1 == kDLCPU
     except Exception:
         return False
-
-
-def _as_float32_matrix(x, name: str) -> np.ndarray:
-    if not isinstance(x, np.ndarray):
-        x = np.asarray(x)
-    if x.dtype != np.float32:
-        raise DTypeError(
-            f"{name} has dtype {x.dtype}; fastgemm computes in float32 only: "
-            f"pass {name}.astype(numpy.float32)"
-        )
-    if x.ndim != 2:
-        raise ShapeError(f"{name} must be a 2-D matrix, got a {x.ndim}-D array of shape {x.shape}")
-    return x
 
 
 def _unit_inner(x: np.ndarray) -> bool:
@@ -116,47 +103,45 @@ def _overlaps_itself(x: np.ndarray) -> bool:
     return abs(s1) // g < rows and abs(s0) // g < cols
 
 
-def _check_flag(value, name: str) -> bool:
-    # BLAS-style "N"/"T" strings would all be truthy and silently mean "transpose".
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral) and value in (0, 1):
-        return bool(value)
-    raise TypeError(f"{name} must be True or False, got {value!r} "
-                    f"(BLAS-style 'N'/'T' strings are not accepted)")
-
-
-def _check_scalar(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
-
-
 def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
-          kernel="auto", backend="auto"):
+          kernel="auto", backend="auto", precision="fp32"):
     """C = alpha * op(A) @ op(B) + beta * C in float32, with BLAS semantics.
 
     op(X) is X, or X.T when trans_x is true. ``C`` given: written in place and returned
     (beta == 0 does not read it, so NaN there does not propagate); ``C`` omitted: a new
     array is returned, and beta must be 0. ``kernel="auto"`` picks the fastest kernel
     that accepts the problem, from timings on this machine (see fastgemm.autotune);
-    ``backend="auto"`` the best available backend. Arrays in C order, Fortran order or
-    strided views are accepted; CUDA arrays (CuPy, PyTorch) go to the cuda backend
-    without copies when it is built.
+    ``backend="auto"`` lets that choice span the available backends (a problem too
+    small to pay for a GPU's transfers stays on the CPU). ``precision`` is what "auto"
+    may trade: "fp32" (FP32-accurate results: strict FP32 or split tensor-core products,
+    the default), "strict" (every product and sum in FP32), "tf32" (relaxed inputs on
+    matrix units allowed). Arrays in C order, Fortran order or strided views are
+    accepted; CUDA arrays (CuPy, PyTorch) go to the cuda backend without copies when it
+    is built.
     """
-    alpha = _check_scalar(alpha, "alpha")
-    beta = _check_scalar(beta, "beta")
-    if not isinstance(kernel, str) or not isinstance(backend, str):
-        raise TypeError("kernel and backend are names (str); see fastgemm.kernels() and fastgemm.backends()")
+    out = _fastgemm.sgemm_call(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
+    if out is NotImplemented:
+        out = _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
+    return out
+
+
+def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision):
+    """Every case sgemm's native fast path leaves here: argument errors, array-likes,
+    device arrays, layouts that need a copy, aliasing, empty results."""
+    alpha = arguments.real(alpha, "alpha")
+    beta = arguments.real(beta, "beta")
+    kernel = arguments.name(kernel, "kernel")
+    backend = arguments.name(backend, "backend")
+    precision = arguments.precision(precision)
     device = _device_array_hook(A, B, C)
     if device is not None:
         return device.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                             kernel=kernel, backend=backend)
 
-    trans_a = _check_flag(trans_a, "trans_a")
-    trans_b = _check_flag(trans_b, "trans_b")
-    A = _as_float32_matrix(A, "A")
-    B = _as_float32_matrix(B, "B")
+    trans_a = arguments.flag(trans_a, "trans_a")
+    trans_b = arguments.flag(trans_b, "trans_b")
+    A = arguments.matrix(A, "A")
+    B = arguments.matrix(B, "B")
     M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
     Kb, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
     if K != Kb:
@@ -170,6 +155,8 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
         C = np.empty((M, N), dtype=np.float32)
         out = C
     else:
+        if isinstance(C, np.ma.MaskedArray):
+            raise TypeError("C is a masked array; fastgemm would ignore its mask: pass a plain ndarray")
         if not isinstance(C, np.ndarray):
             raise TypeError(f"C must be a numpy.ndarray (written in place), got {type(C).__name__}")
         if C.dtype != np.float32:
@@ -187,7 +174,7 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     if M == 0 or N == 0:
         # Nothing to compute; the native layer still checks the kernel, backend and
         # constraints (A and B are not read, so no layout copy is made).
-        _fastgemm.gemm(backend, kernel, A, B, C, trans_a, trans_b, alpha, beta)
+        _fastgemm.gemm(backend, kernel, A, B, C, trans_a, trans_b, alpha, beta, precision)
         return out
 
     # Inputs that share memory with C would be overwritten while still being read.
@@ -214,13 +201,13 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
             if c_layout == "columns":
                 c_layout = "copy"
     if c_layout == "rows":
-        _fastgemm.gemm(backend, kernel, a, b, C, ta, tb, alpha, beta)
+        _fastgemm.gemm(backend, kernel, a, b, C, ta, tb, alpha, beta, precision)
     elif c_layout == "columns":
         # Column-major C: C.T = op(B).T @ op(A).T is a row-major problem.
-        _fastgemm.gemm(backend, kernel, b, a, C.T, not tb, not ta, alpha, beta)
+        _fastgemm.gemm(backend, kernel, b, a, C.T, not tb, not ta, alpha, beta, precision)
     else:
         tmp = _aligned_copy(C)
-        _fastgemm.gemm(backend, kernel, a, b, tmp, ta, tb, alpha, beta)
+        _fastgemm.gemm(backend, kernel, a, b, tmp, ta, tb, alpha, beta, precision)
         C[...] = tmp
     return out
 
@@ -230,8 +217,7 @@ def _constrained_kernel(kernel: str, backend: str):
     if kernel in ("", "auto"):
         return None
     try:
-        be = _fastgemm.best_backend() if backend in ("", "auto") else backend
-        info = _fastgemm.kernel_info(be, kernel)
+        info = _fastgemm.resolve_kernel(backend or "auto", kernel)
     except Exception:
         return None  # unknown names: the native call raises the specific error
     return info if info.constraints else None

@@ -1,9 +1,19 @@
 """Keeps kernel="auto"'s measurements across processes.
 
 The native core times the candidate kernels the first time it meets a shape class and
-remembers the winner (src/core/autotune.hpp). This module saves that table to a JSON
-file per fastgemm version and CPU, and loads it at import, so the timing is paid once
-per machine. FASTGEMM_CACHE_DIR moves the file; FASTGEMM_AUTOTUNE=0 disables timing.
+remembers the winner (src/core/selection.hpp). This module saves that table to a JSON
+file per fastgemm version and machine, and loads it at import, so the timing is paid
+once per machine. FASTGEMM_CACHE_DIR moves the file; FASTGEMM_AUTOTUNE=0 (or off,
+false, no) disables timing.
+
+The file is untrusted input: anything could have written it. Loading never fails and
+never hangs because of it: only a regular file of at most MAX_BYTES is read (a FIFO,
+a device or a directory in its place is refused without opening it for reading, so
+nothing blocks), malformed JSON or a non-object is discarded, and the core validates
+every entry against the registry (a known shape class, an auto candidate of that
+backend, of a precision class the class's accuracy allows, that accepts the class's
+dimensions), so a cache can never make "auto" run a kernel it would not choose itself.
+Whatever is discarded is reported in one RuntimeWarning.
 """
 
 from __future__ import annotations
@@ -12,9 +22,13 @@ import atexit
 import hashlib
 import json
 import os
+import stat
+import warnings
 from pathlib import Path
 
 from . import _fastgemm
+
+MAX_BYTES = 1 << 20  # a real table is a few KiB
 
 
 def cache_file() -> Path:
@@ -25,13 +39,49 @@ def cache_file() -> Path:
     return Path(base) / f"autotune-{info['version']}-{machine.hexdigest()[:12]}.json"
 
 
-def load() -> None:
+def _read_untrusted(path: Path) -> str:
+    """The file's text, or raises ValueError saying why it was not read."""
     try:
-        table = json.loads(cache_file().read_text())
-        if isinstance(table, dict):
-            _fastgemm.load_tuning_table({str(k): str(v) for k, v in table.items()})
-    except (OSError, ValueError):
-        pass  # no cache yet, or unreadable: measure again
+        st = os.stat(path)
+    except FileNotFoundError:
+        return ""
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("not a regular file")
+    if st.st_size > MAX_BYTES:
+        raise ValueError(f"larger than {MAX_BYTES} bytes")
+    # O_NONBLOCK: if the path was swapped for a FIFO after the stat, open() returns at
+    # once instead of waiting for a writer; fstat then refuses it.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"larger than {MAX_BYTES} bytes")
+    return data.decode("utf-8")
+
+
+def load() -> int:
+    """Loads the saved table; returns the number of entries (or files) discarded."""
+    path = cache_file()
+    try:
+        text = _read_untrusted(path)
+        if not text:
+            return 0
+        table = json.loads(text)
+        if not isinstance(table, dict):
+            raise ValueError(f"a JSON {type(table).__name__}, not an object")
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
+        warnings.warn(f"fastgemm: ignored the tuning cache {path}: {e}; kernel=\"auto\" measures again",
+                      RuntimeWarning, stacklevel=2)
+        return 1
+    entries = {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, str)}
+    discarded = len(table) - len(entries) + _fastgemm.load_tuning_table(entries)
+    if discarded:
+        warnings.warn(f"fastgemm: ignored {discarded} invalid entr{'y' if discarded == 1 else 'ies'} of the "
+                      f"tuning cache {path}; kernel=\"auto\" measures those shapes again",
+                      RuntimeWarning, stacklevel=2)
+    return discarded
 
 
 def save() -> None:
@@ -51,6 +101,11 @@ def save() -> None:
 def table() -> dict:
     """shape class -> kernel chosen by kernel="auto" in this process (and loaded ones)."""
     return dict(_fastgemm.tuning_table())
+
+
+def rejections() -> list:
+    """Why candidates were refused while tuning in this process (wrong result, error)."""
+    return list(_fastgemm.tuning_rejections())
 
 
 atexit.register(save)

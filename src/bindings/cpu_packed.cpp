@@ -9,6 +9,7 @@
 
 #include "cpu/packed/blocking.hpp"
 #include "cpu/packed/cpu_isa.hpp"
+#include "bindings/gil.hpp"
 #include "cpu/peak_probe.hpp"
 
 namespace py = pybind11;
@@ -22,8 +23,9 @@ void bind_cpu_packed(py::module_& m) {
         for (CpuIsa isa : supported_cpu_isas()) names.push_back(to_string(isa));
         return names;
     }, "Instruction sets this CPU and build can run, best first");
-    m.def("measure_fma_peak_gflops", &measure_fma_peak_gflops, py::arg("threads") = 0,
-          py::call_guard<py::gil_scoped_release>(),
+    m.def("measure_fma_peak_gflops",
+          [](int threads) { return bindings::without_gil([&] { return measure_fma_peak_gflops(threads); }); },
+          py::arg("threads") = 0,
           "Measured FP32 FMA throughput in GFLOP/s with `threads` threads (0: get_num_threads())");
     m.def("fma_peak_isa", &fma_peak_isa, "Instruction set the FMA peak probe used");
     m.def("cpu_cache_sizes", [] {

@@ -18,9 +18,13 @@
 #include "core/runner.hpp"
 #include "core/threads.hpp"
 #include "bindings/bindings.hpp"
+#include "bindings/gil.hpp"
+#include "bindings/python_errors.hpp"
 
 namespace py = pybind11;
 using namespace fastgemm;
+using fastgemm::bindings::interruptible;
+using fastgemm::bindings::without_gil;
 
 namespace {
 
@@ -87,70 +91,23 @@ Problem problem_from(int64_t M, int64_t N, int64_t K, bool ta, bool tb, float al
 }
 
 const Kernel& resolve_kernel(const std::string& backend, const std::string& kernel, const Problem& p) {
-    const Backend& b = Registry::global().resolve_backend(backend);
-    if (kernel.empty() || kernel == "auto") return select_kernel(b.name(), p);
-    return Registry::global().kernel(b.name(), kernel);
+    if (kernel.empty() || kernel == "auto") return select_kernel(Registry::global().resolve_backend(backend).name(), p);
+    return Registry::global().resolve_kernel(backend, kernel);
 }
 
 // Lets Ctrl-C stop a long native benchmark: checked between iterations.
 bool python_interrupt_pending() {
+    if (fastgemm::bindings::interpreter_finalizing()) return true;  // stop; the thread parks
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     return false;
-}
-
-// BLAS quick return, as reference sgemm and OpenBLAS do it: alpha == 0 or K == 0 gives
-// C = beta * C and reads neither A nor B, so NaN or Inf in them cannot reach C. Done here
-// for every backend (a device kernel would compute 0 * NaN = NaN); beta == 0 writes zeros
-// without reading C, beta == 1 leaves C untouched.
-// Runs f() without the GIL inside an InterruptScope, so that Ctrl-C stops even a single
-// long kernel call (loops poll the flag). An interrupted call raises what Python's
-// SIGINT handler raises (KeyboardInterrupt); off the main thread, where Python runs no
-// handlers, it raises KernelError saying that the call was interrupted.
-template <class F>
-auto interruptible(F&& f) -> decltype(f()) {
-    InterruptScope scope;
-    try {
-        py::gil_scoped_release nogil;
-        return f();
-    } catch (const Interrupted&) {
-        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-        throw;
-    }
-}
-
-void translate_errors() {
-    py::register_exception_translator([](std::exception_ptr p) {
-        if (!p) return;
-        auto raise = [](const char* cls, const std::exception& e) {
-            py::object errors = py::module_::import("fastgemm.errors");
-            PyErr_SetString(errors.attr(cls).ptr(), e.what());
-        };
-        try {
-            std::rethrow_exception(p);
-        } catch (const ShapeError& e) {
-            raise("ShapeError", e);
-        } catch (const DTypeError& e) {
-            raise("DTypeError", e);
-        } catch (const ConstraintError& e) {
-            raise("ConstraintError", e);
-        } catch (const NotFoundError& e) {
-            raise("NotFoundError", e);
-        } catch (const BackendUnavailableError& e) {
-            raise("BackendUnavailableError", e);
-        } catch (const KernelError& e) {
-            raise("KernelError", e);
-        } catch (const Error& e) {
-            raise("FastgemmError", e);
-        }
-    });
 }
 
 }  // namespace
 
 PYBIND11_MODULE(_fastgemm, m) {
     m.doc() = "fastgemm native core (see the fastgemm package for the documented API)";
-    translate_errors();
+    fastgemm::bindings::register_error_translator();
 
     py::class_<KernelInfo>(m, "KernelInfo")
         .def_readonly("name", &KernelInfo::name)
@@ -224,24 +181,17 @@ PYBIND11_MODULE(_fastgemm, m) {
     // unit that pytest-benchmark's device clock (fastgemm.harness) counts.
     py::class_<PreparedLaunch>(m, "PreparedLaunch")
         .def("step", [](PreparedLaunch& l) {
-            Timing t;
-            {
-                py::gil_scoped_release nogil;
-                t = l.launch->run();
-            }
+            const Timing t = without_gil([&] { return l.launch->run(); });
             return py::make_tuple(t.device_s, t.host_s, t.prep_s);
         })
-        .def("finish", [](PreparedLaunch& l) {
-            py::gil_scoped_release nogil;
-            l.launch->finish();
-        })
+        .def("finish", [](PreparedLaunch& l) { without_gil([&] { l.launch->finish(); }); })
         .def_property_readonly("kernel", [](const PreparedLaunch& l) { return l.kernel->info(); });
 
     py::class_<Bench>(m, "Bench")
         .def(py::init([](int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta,
                          uint64_t seed) {
-                 py::gil_scoped_release nogil;
-                 return std::make_unique<Bench>(problem_from(M, N, K, ta, tb, alpha, beta), seed);
+                 return without_gil(
+                     [&] { return std::make_unique<Bench>(problem_from(M, N, K, ta, tb, alpha, beta), seed); });
              }),
              py::arg("M"), py::arg("N"), py::arg("K"), py::arg("trans_a") = false,
              py::arg("trans_b") = false, py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
@@ -276,8 +226,7 @@ PYBIND11_MODULE(_fastgemm, m) {
                  auto l = std::make_unique<PreparedLaunch>();
                  l->kernel = &resolve_kernel(backend, kernel, b.problem());
                  l->C = b.C_initial();
-                 py::gil_scoped_release nogil;
-                 l->launch = l->kernel->bind(b.problem(), b.A().data(), b.B().data(), l->C.data());
+                 without_gil([&] { l->launch = l->kernel->bind(b.problem(), b.A().data(), b.B().data(), l->C.data()); });
                  return l;
              },
              py::keep_alive<0, 1>(), py::arg("backend"), py::arg("kernel"));
@@ -289,8 +238,7 @@ PYBIND11_MODULE(_fastgemm, m) {
     });
     m.def("measure_ceilings", [](const std::string& backend) {
         const Backend& b = Registry::global().resolve_backend(backend);
-        py::gil_scoped_release nogil;
-        return b.measure_ceilings();
+        return without_gil([&] { return b.measure_ceilings(); });
     }, py::arg("backend"));
     m.def("best_backend", [] { return Registry::global().best_backend().name(); });
     m.def("kernels", [](const std::string& backend) {
@@ -304,16 +252,20 @@ PYBIND11_MODULE(_fastgemm, m) {
     });
     m.def("select_kernel",
           [](const std::string& backend, int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha,
-             float beta) {
+             float beta, const std::string& precision) {
               Problem p = problem_from(M, N, K, ta, tb, alpha, beta);
-              const Backend& b = Registry::global().resolve_backend(backend);
-              py::gil_scoped_release nogil;
-              return select_kernel(b.name(), p).info();
-          });
+              const Accuracy accuracy = parse_accuracy(precision);
+              return interruptible([&] { return select_kernel(backend, p, accuracy).info(); });
+          },
+          py::arg("backend"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("trans_a") = false,
+          py::arg("trans_b") = false, py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f,
+          py::arg("precision") = "fp32",
+          "KernelInfo of the kernel kernel=\"auto\" runs for this problem (tuning it without operands).");
 
     m.def("gemm",
           [](const std::string& backend, const std::string& kernel, const py::array& A, const py::array& B,
-             const py::array& C, bool trans_a, bool trans_b, float alpha, float beta) {
+             const py::array& C, bool trans_a, bool trans_b, float alpha, float beta, const std::string& precision) {
+              const Accuracy accuracy = parse_accuracy(precision);
               MatrixView c = view_of(C, "C", true);
               if (c.rows == 0 || c.cols == 0) {
                   // Nothing to compute, but the same checks as a real call: an unknown
@@ -328,7 +280,7 @@ PYBIND11_MODULE(_fastgemm, m) {
                   }
                   p.validate();
                   if (kernel.empty() || kernel == "auto") {
-                      Registry::global().resolve_backend(backend);  // unknown/unavailable raise
+                      if (backend != "auto") Registry::global().resolve_backend(backend);  // unknown/unavailable raise
                       return std::string();
                   }
                   const Kernel& k = resolve_kernel(backend, kernel, p);
@@ -346,20 +298,24 @@ PYBIND11_MODULE(_fastgemm, m) {
                                    std::to_string(p.K) + ", op(B) must be " + std::to_string(p.K) + "x" +
                                    std::to_string(p.N));
               }
-              const Kernel& k = resolve_kernel(backend, kernel, p);
-              // alpha == 0 or K == 0: Kernel::bind returns BLAS's quick return (C = beta C).
-              interruptible([&] {
-                  auto launch = k.bind(p, a.data, b.data, c.data);
-                  launch->run();
-                  launch->finish();
+              const bool automatic = kernel.empty() || kernel == "auto";
+              const Kernel* named = automatic ? nullptr : &Registry::global().resolve_kernel(backend, kernel);
+              // alpha == 0 or K == 0: run_once is BLAS's quick return (C = beta C).
+              const Kernel* ran = interruptible([&] {
+                  const Kernel* k = named;
+                  if (k) k->run_once(p, a.data, b.data, c.data);
+                  else k = &run_selected(backend, p, accuracy, a.data, b.data, c.data);
                   throw_if_interrupted();  // a loop that returned early left C incomplete
-                  return 0;
+                  return k;
               });
-              return k.info().name;
+              return ran->info().name;
           },
           py::arg("backend"), py::arg("kernel"), py::arg("A"), py::arg("B"), py::arg("C"),
-          py::arg("trans_a"), py::arg("trans_b"), py::arg("alpha"), py::arg("beta"));
+          py::arg("trans_a"), py::arg("trans_b"), py::arg("alpha"), py::arg("beta"), py::arg("precision") = "fp32",
+          "The general path of fastgemm.sgemm: C = alpha * op(A) op(B) + beta * C on unit-inner-stride views. "
+          "Returns the name of the kernel whose result C holds.");
 
+    m.attr("max_threads") = kMaxThreads;
     m.def("get_num_threads", &get_num_threads);
     m.def("set_num_threads", &set_num_threads, py::arg("n"));
     m.def("available_cores", &available_cores);
@@ -369,9 +325,24 @@ PYBIND11_MODULE(_fastgemm, m) {
         return tolerance_for(p, K);
     });
     m.def("tuning_table", &tuning_table);
-    m.def("load_tuning_table", &load_tuning_table);
-    m.def("shape_class", [](const std::string& backend, int64_t M, int64_t N, int64_t K, bool ta, bool tb,
-                            float beta) { return shape_class(backend, problem_from(M, N, K, ta, tb, 1.0f, beta)); });
+    m.def("load_tuning_table", &load_tuning_table, py::arg("table"),
+          "Adds validated entries to the tuning table; returns how many were discarded.");
+    m.def("clear_tuning_table", &clear_tuning_table);
+    m.def("tuning_rejections", &tuning_rejections);
+    m.def("autotune_enabled", &autotune_enabled);
+    m.def("shape_class",
+          [](const std::string& backend, int64_t M, int64_t N, int64_t K, bool ta, bool tb, float beta,
+             const std::string& precision) {
+              return shape_class(backend, problem_from(M, N, K, ta, tb, 1.0f, beta), parse_accuracy(precision));
+          },
+          py::arg("backend"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("trans_a") = false,
+          py::arg("trans_b") = false, py::arg("beta") = 0.0f, py::arg("precision") = "fp32");
+    m.def("resolve_kernel",
+          [](const std::string& backend, const std::string& name) {
+              return Registry::global().resolve_kernel(backend, name).info();
+          },
+          py::arg("backend"), py::arg("kernel"),
+          "KernelInfo of a kernel by name; backend 'auto' picks the best available backend that has it.");
 
     py::dict build;
     build["version"] = version();
@@ -383,4 +354,5 @@ PYBIND11_MODULE(_fastgemm, m) {
     m.attr("__version__") = version();
 
     bind_backend_extras(m);
+    fastgemm::bindings::bind_sgemm_call(m);
 }

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernel.hpp"
+
 namespace fastgemm {
 
 struct BackendStatus {
@@ -34,6 +36,16 @@ public:
     virtual int auto_priority() const = 0;
     // Runs the backend's probes (about a second); backends without probes return zeros.
     virtual Ceilings measure_ceilings() const { return {}; }
+    // The candidate kernel="auto" takes for `p` when timing is off (FASTGEMM_AUTOTUNE=0),
+    // from the backend's documented rules; `candidates` (not empty) all accept `p`. The
+    // default takes the highest ladder step.
+    virtual const Kernel* preferred(const Problem& p, const std::vector<const Kernel*>& candidates) const {
+        (void)p;
+        const Kernel* best = candidates.front();
+        for (const Kernel* k : candidates)
+            if (k->info().ladder_step > best->info().ladder_step) best = k;
+        return best;
+    }
 };
 
 }  // namespace fastgemm

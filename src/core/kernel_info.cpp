@@ -33,6 +33,8 @@ bool Constraint::accepts(const Problem& p) const {
         case Kind::no_trans_a: return !p.trans_a;
         case Kind::no_trans_b: return !p.trans_b;
         case Kind::plain_scalars: return p.alpha == 1.0f && p.beta == 0.0f;
+        case Kind::trans_b: return p.trans_b;
+        case Kind::vector: return p.M == 1 || p.N == 1;
     }
     return false;
 }
@@ -47,6 +49,8 @@ std::string Constraint::describe() const {
         case Kind::no_trans_a: os << "trans_a == False"; break;
         case Kind::no_trans_b: os << "trans_b == False"; break;
         case Kind::plain_scalars: os << "alpha == 1 and beta == 0"; break;
+        case Kind::trans_b: os << "trans_b == True"; break;
+        case Kind::vector: os << "M == 1 or N == 1"; break;
     }
     return os.str();
 }

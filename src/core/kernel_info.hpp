@@ -32,6 +32,8 @@ struct Constraint {
         no_trans_a,
         no_trans_b,
         plain_scalars,  // alpha == 1, beta == 0
+        trans_b,        // op(B) = B^T: B stored N x K
+        vector,         // M == 1 or N == 1
     };
     Kind kind;
     char dim = 0;  // 'M', 'N' or 'K' for shape rules
@@ -44,6 +46,8 @@ struct Constraint {
     static Constraint no_trans_a() { return {Kind::no_trans_a, 0, 0}; }
     static Constraint no_trans_b() { return {Kind::no_trans_b, 0, 0}; }
     static Constraint plain_scalars() { return {Kind::plain_scalars, 0, 0}; }
+    static Constraint trans_b() { return {Kind::trans_b, 0, 0}; }
+    static Constraint vector() { return {Kind::vector, 0, 0}; }
 
     bool accepts(const Problem& p) const;
     std::string describe() const;  // "M % 64 == 0"

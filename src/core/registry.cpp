@@ -52,9 +52,36 @@ void register_all(Registry& r) {
 #endif
 }
 
+// Edit distance (insertions, deletions, substitutions), for suggestions.
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// "; did you mean 'packed'? available: ..." : the names within a few edits of `wanted`
+// (or starting with it) first, then every name.
 std::string did_you_mean(const std::string& wanted, const std::vector<std::string>& names) {
+    std::vector<std::string> close;
+    const size_t limit = std::max<size_t>(2, wanted.size() / 3);
+    for (const auto& n : names)
+        if (edit_distance(wanted, n) <= limit || (!wanted.empty() && n.rfind(wanted, 0) == 0)) close.push_back(n);
     std::ostringstream os;
-    os << "; available: ";
+    if (!close.empty()) {
+        os << "; did you mean ";
+        for (size_t i = 0; i < close.size() && i < 3; ++i) os << (i ? " or " : "") << "'" << close[i] << "'";
+        os << "?";
+    }
+    os << " available: ";
     for (size_t i = 0; i < names.size(); ++i) os << (i ? ", " : "") << names[i];
     return os.str();
 }
@@ -98,13 +125,21 @@ const Backend& Registry::backend(const std::string& name) const {
     }
     std::vector<std::string> names;
     for (const auto& b : backends_) names.push_back(b->name());
-    throw NotFoundError("unknown backend '" + name + "'" + did_you_mean(name, names) + ", auto");
+    names.push_back("auto");
+    throw NotFoundError("unknown backend '" + name + "'" + did_you_mean(name, names));
+}
+
+bool Registry::available(const Backend& b) const {
+    std::lock_guard<std::mutex> lock(available_mutex_);
+    auto it = available_.find(&b);
+    if (it == available_.end()) it = available_.emplace(&b, b.status().available).first;
+    return it->second;
 }
 
 const Backend& Registry::best_backend() const {
     const Backend* best = nullptr;
     for (const auto& b : backends_) {
-        if (b->status().available && (!best || b->auto_priority() > best->auto_priority())) {
+        if (available(*b) && (!best || b->auto_priority() > best->auto_priority())) {
             best = b.get();
         }
     }
@@ -115,11 +150,29 @@ const Backend& Registry::best_backend() const {
 const Backend& Registry::resolve_backend(const std::string& name) const {
     if (name.empty() || name == "auto") return best_backend();
     const Backend& b = backend(name);
-    BackendStatus s = b.status();
-    if (!s.available) {
-        throw BackendUnavailableError("backend '" + name + "' is unavailable: " + s.reason);
+    if (!available(b)) {
+        throw BackendUnavailableError("backend '" + name + "' is unavailable: " + b.status().reason);
     }
     return b;
+}
+
+const Kernel& Registry::resolve_kernel(const std::string& backend_name, const std::string& name) const {
+    if (!backend_name.empty() && backend_name != "auto") return kernel(resolve_backend(backend_name).name(), name);
+    const Kernel* found = nullptr;
+    const Backend* owner = nullptr;
+    for (const auto& b : backends_) {
+        if (!available(*b) || (owner && b->auto_priority() <= owner->auto_priority())) continue;
+        if (const Kernel* k = find(b->name(), name)) found = k, owner = b.get();
+    }
+    if (found) return *found;
+    std::vector<std::string> names;
+    for (const auto& b : backends_)
+        if (available(*b))
+            for (const Kernel* k : kernels(b->name())) names.push_back(k->info().name);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    throw NotFoundError("unknown kernel '" + name + "' (no available backend has a kernel of that name)" +
+                        did_you_mean(name, names));
 }
 
 std::vector<const Kernel*> Registry::kernels(const std::string& backend_name) const {

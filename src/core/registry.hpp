@@ -25,10 +25,16 @@ public:
 
     std::vector<const Backend*> backends() const;
     const Backend& backend(const std::string& name) const;  // NotFoundError
+    // Whether a backend can run here (its status, asked once per process and kept).
+    bool available(const Backend& b) const;
     // Available backend of highest auto_priority.
     const Backend& best_backend() const;
     // "auto" -> best_backend(); otherwise the named one, which must be available.
     const Backend& resolve_backend(const std::string& name) const;
+    // A kernel by name on a backend, or with backend "auto" on the available backend
+    // of highest auto_priority that has a kernel of that name: the one rule every entry
+    // point (sgemm, benchmark, the CLI) uses. NotFoundError with suggestions otherwise.
+    const Kernel& resolve_kernel(const std::string& backend, const std::string& name) const;
 
     std::vector<const Kernel*> kernels(const std::string& backend = "") const;  // ladder order
     const Kernel& kernel(const std::string& backend, const std::string& name) const;  // NotFoundError
@@ -39,6 +45,8 @@ private:
     std::vector<std::unique_ptr<Backend>> backends_;
     std::vector<std::unique_ptr<Kernel>> kernels_;
     std::map<std::pair<std::string, std::string>, const Kernel*> by_key_;
+    mutable std::mutex available_mutex_;
+    mutable std::map<const Backend*, bool> available_;
 };
 
 }  // namespace fastgemm

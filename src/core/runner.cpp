@@ -12,81 +12,13 @@
 #include "interrupt.hpp"
 #include "threads.hpp"
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <atomic>
-#include <csignal>
-#include <cstdlib>
-#include <mutex>
 #include <new>
-#include <signal.h>
+
+#if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
-#define FASTGEMM_POSIX_SIGNALS 1
 #endif
 
 namespace fastgemm {
-
-// --- Interrupts (interrupt.hpp) -------------------------------------------------------
-
-namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-#if defined(FASTGEMM_POSIX_SIGNALS)
-std::mutex g_scope_mutex;
-int g_scopes = 0;
-bool g_installed = false;
-struct sigaction g_previous;
-
-extern "C" void chaining_sigint_handler(int sig, siginfo_t* info, void* context) {
-    g_interrupted.store(true, std::memory_order_relaxed);  // async-signal-safe: lock-free
-    if (g_previous.sa_flags & SA_SIGINFO) {
-        if (g_previous.sa_sigaction) g_previous.sa_sigaction(sig, info, context);
-    } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
-        g_previous.sa_handler(sig);
-    }
-}
-#endif
-
-}  // namespace
-
-bool interrupt_requested() { return g_interrupted.load(std::memory_order_relaxed); }
-
-void throw_if_interrupted() {
-    if (interrupt_requested()) throw Interrupted();
-}
-
-InterruptScope::InterruptScope() {
-#if defined(FASTGEMM_POSIX_SIGNALS)
-    std::lock_guard<std::mutex> lock(g_scope_mutex);
-    if (g_scopes++ > 0) return;
-    g_interrupted.store(false);
-    struct sigaction current;
-    if (sigaction(SIGINT, nullptr, &current) != 0) return;
-    bool chainable = (current.sa_flags & SA_SIGINFO) ||
-                     (current.sa_handler != SIG_DFL && current.sa_handler != SIG_IGN);
-    if (!chainable) return;
-    struct sigaction ours = {};
-    ours.sa_sigaction = chaining_sigint_handler;
-    ours.sa_flags = SA_SIGINFO | (current.sa_flags & SA_RESTART);
-    sigemptyset(&ours.sa_mask);
-    g_previous = current;
-    g_installed = sigaction(SIGINT, &ours, nullptr) == 0;
-#endif
-}
-
-InterruptScope::~InterruptScope() {
-#if defined(FASTGEMM_POSIX_SIGNALS)
-    std::lock_guard<std::mutex> lock(g_scope_mutex);
-    if (--g_scopes > 0 || !g_installed) return;
-    g_installed = false;
-    struct sigaction current;
-    // Someone (Python's signal.signal) may have replaced ours meanwhile: keep theirs.
-    if (sigaction(SIGINT, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
-        current.sa_sigaction == chaining_sigint_handler) {
-        sigaction(SIGINT, &g_previous, nullptr);
-    }
-#endif
-}
 
 namespace {
 
@@ -144,7 +76,7 @@ double available_memory_bytes() {
         if (kib > 0) return kib * 1024.0;
     }
 #endif
-#if defined(FASTGEMM_POSIX_SIGNALS) && defined(_SC_PHYS_PAGES)
+#if defined(_SC_PHYS_PAGES)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) return double(pages) * double(page);
 #endif

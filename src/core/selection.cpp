@@ -1,60 +1,26 @@
+// The selection policy (see selection.hpp).
 #include "selection.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <limits>
 #include <mutex>
+#include <shared_mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "errors.hpp"
+#include "interrupt.hpp"
 #include "registry.hpp"
 #include "runner.hpp"
 
 namespace fastgemm {
 
-namespace {
-
-constexpr int64_t kProxyCap = 1024;
-
-int64_t shape_bucket(int64_t d) {
-    int64_t b = 1;
-    while (b < d && b < kProxyCap) b <<= 1;
-    return std::min(b, kProxyCap);
-}
-
-std::mutex& table_mutex() {
-    static std::mutex m;
-    return m;
-}
-std::map<std::string, std::string>& table() {
-    static std::map<std::string, std::string> t;
-    return t;
-}
-
-bool autotune_enabled() {
-    const char* env = std::getenv("FASTGEMM_AUTOTUNE");
-    return !(env && (std::string(env) == "0" || std::string(env) == "off"));
-}
-
-const Kernel* fastest(const std::vector<const Kernel*>& candidates, const Problem& p) {
-    Problem proxy = Problem::dense(shape_bucket(p.M), shape_bucket(p.N), shape_bucket(p.K),
-                                   p.trans_a, p.trans_b, p.alpha, p.beta);
-    Bench bench(proxy, 0x7a11);
-    BenchOptions opts;
-    opts.warmup = 1;
-    opts.iters = 3;
-    opts.verify = false;
-    const Kernel* best = nullptr;
-    double best_time = std::numeric_limits<double>::infinity();
-    for (const Kernel* k : candidates) {
-        if (!k->info().accepts(proxy)) continue;
-        double t = bench.run(*k, opts).device_median();
-        if (t < best_time) best_time = t, best = k;
-    }
-    return best ? best : candidates.front();
-}
-
-}  // namespace
+// --- accuracy ------------------------------------------------------------------------
 
 const char* to_string(Accuracy a) {
     switch (a) {
@@ -82,59 +48,452 @@ bool allows(Accuracy a, Precision p) {
     return false;
 }
 
+namespace {
+
+// --- shape classes -------------------------------------------------------------------
+
+// ceil(log2(d)) for d >= 1 (0 for d <= 1): the class rounds each dimension up to 2^b.
+int bucket(int64_t d) { return d <= 1 ? 0 : 64 - __builtin_clzll(uint64_t(d - 1)); }
+
+// The backend part of a class: 0 for "auto", else 1 + the backend's registry index.
+int backend_slot(const std::string& backend) {
+    if (backend == "auto") return 0;
+    const auto all = Registry::global().backends();
+    for (size_t i = 0; i < all.size(); ++i)
+        if (all[i]->name() == backend) return int(i) + 1;
+    throw NotFoundError("unknown backend '" + backend + "'");
+}
+
+struct ClassKey {
+    int slot = 0;
+    Accuracy accuracy = Accuracy::fp32;
+    bool trans_a = false, trans_b = false, beta0 = true;
+    int bm = 0, bn = 0, bk = 0;
+
+    uint64_t bits() const {
+        return uint64_t(slot) << 32 | uint64_t(accuracy) << 29 | uint64_t(trans_a) << 28 | uint64_t(trans_b) << 27 |
+               uint64_t(beta0) << 26 | uint64_t(bm) << 18 | uint64_t(bn) << 10 | uint64_t(bk) << 2;
+    }
+    std::string backend() const {
+        return slot == 0 ? "auto" : Registry::global().backends()[size_t(slot - 1)]->name();
+    }
+    std::string text() const {
+        std::ostringstream os;
+        os << backend() << "|" << to_string(accuracy) << "|" << (trans_a ? 't' : 'n') << (trans_b ? 't' : 'n') << "|"
+           << (beta0 ? "beta0" : "beta") << "|" << (int64_t(1) << bm) << "x" << (int64_t(1) << bn) << "x"
+           << (int64_t(1) << bk);
+        return os.str();
+    }
+    // The class's own dimensions, for validating a loaded entry.
+    Problem representative() const {
+        return Problem::dense(int64_t(1) << bm, int64_t(1) << bn, int64_t(1) << bk, trans_a, trans_b, 1.0f,
+                              beta0 ? 0.0f : 1.0f);
+    }
+};
+
+ClassKey key_of(int slot, Accuracy a, const Problem& p) {
+    return {slot, a, p.trans_a, p.trans_b, p.beta == 0.0f, bucket(p.M), bucket(p.N), bucket(p.K)};
+}
+
+// "1024" -> 10 when it is a power of two no larger than 2^62; -1 otherwise.
+int parse_power_of_two(const std::string& s) {
+    if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+    const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+    if (v == 0 || (v & (v - 1)) != 0 || v > (1ull << 62)) return -1;
+    return __builtin_ctzll(v);
+}
+
+bool parse_class(const std::string& text, ClassKey& out) {
+    std::vector<std::string> f;
+    std::stringstream ss(text);
+    for (std::string part; std::getline(ss, part, '|');) f.push_back(part);
+    if (f.size() != 5) return false;
+    try {
+        out.slot = backend_slot(f[0]);
+        out.accuracy = parse_accuracy(f[1]);
+    } catch (const Error&) {
+        return false;
+    }
+    auto flag = [](char ch) { return ch == 'n' || ch == 't'; };
+    if (f[2].size() != 2 || !flag(f[2][0]) || !flag(f[2][1])) return false;
+    out.trans_a = f[2][0] == 't', out.trans_b = f[2][1] == 't';
+    if (f[3] != "beta0" && f[3] != "beta") return false;
+    out.beta0 = f[3] == "beta0";
+    std::vector<std::string> d;
+    std::stringstream ds(f[4]);
+    for (std::string part; std::getline(ds, part, 'x');) d.push_back(part);
+    if (d.size() != 3) return false;
+    out.bm = parse_power_of_two(d[0]), out.bn = parse_power_of_two(d[1]), out.bk = parse_power_of_two(d[2]);
+    return out.bm >= 0 && out.bn >= 0 && out.bk >= 0;
+}
+
+// --- the table -----------------------------------------------------------------------
+
+struct Table {
+    std::shared_mutex mutex;
+    std::unordered_map<uint64_t, const Kernel*> chosen;  // ClassKey::bits -> kernel
+    std::map<std::string, std::string> names;            // the same, as text
+    std::mutex tuning;                                   // one tuning at a time
+    std::mutex log_mutex;
+    std::deque<std::string> rejections;
+};
+
+Table& table() {
+    static Table* t = new Table();  // never destroyed: callers may run during exit
+    return *t;
+}
+
+std::string entry_name(const ClassKey& key, const Kernel& k) {
+    return key.slot == 0 ? k.info().backend + "/" + k.info().name : k.info().name;
+}
+
+void remember(const ClassKey& key, const Kernel& k) {
+    Table& t = table();
+    std::unique_lock<std::shared_mutex> lock(t.mutex);
+    t.chosen[key.bits()] = &k;
+    t.names[key.text()] = entry_name(key, k);
+}
+
+const Kernel* recall(const ClassKey& key, const Problem& p) {
+    Table& t = table();
+    std::shared_lock<std::shared_mutex> lock(t.mutex);
+    auto it = t.chosen.find(key.bits());
+    // A member of the class that the kept kernel's constraints refuse is tuned anew.
+    return it != t.chosen.end() && it->second->info().accepts(p) ? it->second : nullptr;
+}
+
+void reject(const Kernel& k, const std::string& why) {
+    Table& t = table();
+    std::lock_guard<std::mutex> lock(t.log_mutex);
+    t.rejections.push_back(k.info().backend + "/" + k.info().name + ": " + why);
+    if (t.rejections.size() > 64) t.rejections.pop_front();
+}
+
+// --- candidates ----------------------------------------------------------------------
+
+// Backends whose candidates compete: the one named, or for "auto" every available
+// performance target.
+std::vector<const Backend*> competing_backends(const std::string& backend) {
+    const Registry& reg = Registry::global();
+    if (backend != "auto") return {&reg.resolve_backend(backend)};
+    std::vector<const Backend*> out;
+    for (const Backend* b : reg.backends())
+        if (b->auto_priority() > 0 && reg.available(*b)) out.push_back(b);
+    if (out.empty()) out.push_back(&reg.best_backend());  // throws when none is available
+    return out;
+}
+
+struct Candidates {
+    std::vector<const Kernel*> kernels;  // accept p; preferred first
+};
+
+Candidates candidates_for(const std::string& backend, const Problem& p, Accuracy a) {
+    const Registry& reg = Registry::global();
+    const auto backends = competing_backends(backend);
+    std::vector<std::vector<const Kernel*>> per_backend;
+    for (const Backend* b : backends) {
+        std::vector<const Kernel*> marked, others;
+        for (const Kernel* k : reg.kernels(b->name())) {
+            if (!k->info().accepts(p) || !allows(a, k->info().precision)) continue;
+            (k->info().auto_candidate ? marked : others).push_back(k);
+        }
+        // A backend without marked candidates (the emulator) offers its highest rung.
+        if (marked.empty() && !others.empty()) marked.push_back(b->preferred(p, others));
+        if (!marked.empty()) {
+            const Kernel* first = b->preferred(p, marked);
+            std::stable_partition(marked.begin(), marked.end(), [&](const Kernel* k) { return k == first; });
+            per_backend.push_back(std::move(marked));
+        }
+    }
+    if (per_backend.empty()) {
+        throw ConstraintError("no kernel of backend '" + backend + "' with precision allowed by '" + to_string(a) +
+                              "' accepts " + p.describe());
+    }
+    // The heuristic's backend first: a GPU only for big problems.
+    size_t lead = 0;
+    const bool big = p.flops() >= 1e10 && std::min({p.M, p.N, p.K}) >= 256;
+    for (size_t i = 0; i < per_backend.size(); ++i) {
+        const std::string& name = per_backend[i].front()->info().backend;
+        const bool gpu = name == "cuda" || name == "metal";
+        if (gpu == big) {
+            lead = i;
+            break;
+        }
+    }
+    Candidates c;
+    c.kernels = per_backend[lead];
+    for (size_t i = 0; i < per_backend.size(); ++i)
+        if (i != lead) c.kernels.insert(c.kernels.end(), per_backend[i].begin(), per_backend[i].end());
+    return c;
+}
+
+// --- checking a candidate's C on the caller's operands --------------------------------
+
+// A few elements of C, with a float64 reference and a bound on how far an FP32 sum of
+// the same products may land from it (sum of |terms|): computed before any candidate
+// writes C, from the operands as they are.
+struct Samples {
+    struct Point {
+        int64_t i, j;
+        double ref, magnitude;
+    };
+    std::vector<Point> points;
+
+    Samples(const Problem& p, const float* A, const float* B, const float* C) {
+        const int64_t rows = std::min<int64_t>(p.M, 4), cols = std::min<int64_t>(p.N, 8);
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) {
+                const int64_t i = rows == 1 ? 0 : r * (p.M - 1) / (rows - 1);
+                const int64_t j = cols == 1 ? 0 : c * (p.N - 1) / (cols - 1);
+                double sum = 0.0, mag = 0.0;
+                for (int64_t k = 0; k < p.K; ++k) {
+                    const double t = double(op_a(p, A, i, k)) * double(op_b(p, B, k, j));
+                    sum += t;
+                    mag += std::fabs(t);
+                }
+                double ref = double(p.alpha) * sum, bound = std::fabs(double(p.alpha)) * mag;
+                if (p.beta != 0.0f) {
+                    const double c0 = double(p.beta) * double(C[i * p.ldc + j]);
+                    ref += c0;
+                    bound += std::fabs(c0);
+                }
+                if (std::isfinite(ref) && std::isfinite(bound)) points.push_back({i, j, ref, bound});
+            }
+    }
+
+    // Worst-case rounding of a K-term FP32 sum is about K units in the last place of the
+    // sum of magnitudes; twice that (plus the relaxed inputs of tf32) never fails a
+    // correct kernel, while a wrong tile, transpose or missing k block lands far above.
+    bool passes(const Problem& p, const float* C, Precision precision) const {
+        double rel = 2.0 * double(p.K + 2) * std::ldexp(1.0, -24);
+        if (precision == Precision::tf32) rel += std::ldexp(1.0, -8);
+        for (const Point& pt : points) {
+            const double got = C[pt.i * p.ldc + pt.j];
+            if (!(std::fabs(got - pt.ref) <= rel * pt.magnitude + 1e-30)) return false;
+        }
+        return true;
+    }
+};
+
+constexpr double kTuningBudget = 0.010;  // seconds of candidate runs per class
+constexpr double kLongRun = 0.25;        // a run this long: only the baselines compete
+constexpr int kMaxRounds = 5;
+
+
+// Times each candidate running `call(k)` (which returns seconds, or throws) in
+// interleaved rounds, checks it with `check(k)` after its first run, and returns the
+// fastest that passed. When the first candidate's run is long, only the vendor
+// baselines run against it.
+template <class Call, class Check>
+const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& check) {
+    std::vector<double> best(cands.size(), std::numeric_limits<double>::infinity());
+    std::vector<bool> ok(cands.size(), true);
+    std::string errors;
+    auto refuse = [&](size_t i, const std::string& why) {
+        ok[i] = false;
+        reject(*cands[i], why);
+        errors += (errors.empty() ? "" : "; ") + cands[i]->info().name + ": " + why;
+    };
+    double spent = 0.0;
+    for (int round = 0; round < kMaxRounds && spent < kTuningBudget; ++round) {
+        for (size_t i = 0; i < cands.size(); ++i) {
+            if (!ok[i]) continue;
+            double t = 0.0;
+            try {
+                t = call(*cands[i]);
+            } catch (const Interrupted&) {
+                throw;
+            } catch (const std::exception& e) {
+                refuse(i, e.what());
+                continue;
+            }
+            if (round == 0 && !check(*cands[i])) {
+                refuse(i, "result failed the check against a float64 reference");
+                continue;
+            }
+            best[i] = std::min(best[i], t);
+            spent += t;
+            if (round == 0 && i == 0 && t > kLongRun) {
+                for (size_t j = 1; j < cands.size(); ++j) ok[j] = ok[j] && cands[j]->info().baseline;
+                spent = kTuningBudget;  // one round only
+            }
+        }
+    }
+    const Kernel* win = nullptr;
+    double win_time = 0.0;
+    for (size_t i = 0; i < cands.size(); ++i)
+        if (ok[i] && best[i] < std::numeric_limits<double>::infinity() && (!win || best[i] < win_time))
+            win = cands[i], win_time = best[i];
+    if (!win) throw KernelError("every kernel=\"auto\" candidate failed: " + errors);
+    return *win;
+}
+
+// Tunes on the caller's operands; C ends up holding the winner's result.
+const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& p, const float* A,
+                               const float* B, float* C) {
+    const Samples samples(p, A, B, C);
+    std::vector<float> saved;  // beta != 0: every run starts from the caller's C
+    if (p.beta != 0.0f) {
+        saved.resize(size_t(p.M) * size_t(p.N));
+        for (int64_t i = 0; i < p.M; ++i) std::memcpy(&saved[size_t(i * p.N)], C + i * p.ldc, size_t(p.N) * 4);
+    }
+    const Kernel* last = nullptr;
+    std::vector<const Kernel*> seen;
+    auto call = [&](const Kernel& k) {
+        if (!saved.empty()) {
+            for (int64_t i = 0; i < p.M; ++i) std::memcpy(C + i * p.ldc, &saved[size_t(i * p.N)], size_t(p.N) * 4);
+        } else if (std::find(seen.begin(), seen.end(), &k) == seen.end()) {
+            // A candidate's first run starts from a poisoned C, so one that leaves C
+            // unwritten cannot pass on the previous candidate's result.
+            for (int64_t i = 0; i < p.M; ++i)
+                std::fill(C + i * p.ldc, C + i * p.ldc + p.N, std::numeric_limits<float>::quiet_NaN());
+        }
+        seen.push_back(&k);
+        last = nullptr;
+        const auto t0 = std::chrono::steady_clock::now();
+        k.run_once(p, A, B, C);
+        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        throw_if_interrupted();
+        last = &k;
+        return t;
+    };
+    auto check = [&](const Kernel& k) { return samples.passes(p, C, k.info().precision); };
+    const Kernel& winner = tournament(cands, call, check);
+    if (last != &winner) call(winner);  // C holds the winner's result, as later calls will
+    return winner;
+}
+
+// Tunes on a Bench of random operands with the problem's dimensions.
+const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p, bool one_backend) {
+    Problem dense = Problem::dense(p.M, p.N, p.K, p.trans_a, p.trans_b, p.alpha, p.beta);
+    Bench bench(dense, 0x7a11);
+    if (!one_backend) {
+        std::vector<float> C = bench.C_initial();
+        return tune_on_operands(cands, dense, bench.A().data(), bench.B().data(), C.data());
+    }
+    BenchOptions opts;
+    opts.warmup = 1;
+    opts.iters = 3;
+    opts.max_seconds = kLongRun;
+    std::vector<const Kernel*> verified;
+    bool passed = true;
+    auto call = [&](const Kernel& k) {
+        opts.verify = std::find(verified.begin(), verified.end(), &k) == verified.end();
+        BenchResult r = bench.run(k, opts);
+        if (opts.verify) verified.push_back(&k), passed = r.verification.passed;
+        return r.device_min();
+    };
+    return tournament(cands, call, [&](const Kernel&) { return passed; });
+}
+
+bool quick_return(const Problem& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.alpha == 0.0f; }
+
+}  // namespace
+
+bool autotune_enabled() {
+    static const bool enabled = [] {
+        const char* env = std::getenv("FASTGEMM_AUTOTUNE");
+        if (!env) return true;
+        std::string v(env);
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+        return !(v == "0" || v == "off" || v == "false" || v == "no");
+    }();
+    return enabled;
+}
+
 std::string shape_class(const std::string& backend, const Problem& p, Accuracy accuracy) {
-    std::ostringstream os;
-    os << backend << "|" << to_string(accuracy) << "|" << (p.trans_a ? 't' : 'n') << (p.trans_b ? 't' : 'n') << "|"
-       << (p.beta == 0.0f ? "beta0" : "beta") << "|" << shape_bucket(p.M) << "x"
-       << shape_bucket(p.N) << "x" << shape_bucket(p.K);
-    return os.str();
+    const std::string name = backend.empty() ? "auto" : backend;
+    return key_of(backend_slot(name), accuracy, p).text();
+}
+
+const Kernel& run_selected(const std::string& backend_name, const Problem& p, Accuracy accuracy, const float* A,
+                           const float* B, float* C) {
+    const std::string backend = backend_name.empty() ? "auto" : backend_name;
+    const ClassKey key = key_of(backend_slot(backend), accuracy, p);
+    if (const Kernel* k = recall(key, p)) {
+        k->run_once(p, A, B, C);
+        return *k;
+    }
+    Candidates c = candidates_for(backend, p, accuracy);
+    if (quick_return(p) || c.kernels.size() == 1 || !autotune_enabled()) {
+        const Kernel& k = *c.kernels.front();
+        k.run_once(p, A, B, C);
+        if (!quick_return(p)) remember(key, k);
+        return k;
+    }
+    p.validate();
+    std::lock_guard<std::mutex> tuning(table().tuning);
+    if (const Kernel* k = recall(key, p)) {  // tuned by another thread meanwhile
+        k->run_once(p, A, B, C);
+        return *k;
+    }
+    const Kernel& winner = tune_on_operands(c.kernels, p, A, B, C);
+    remember(key, winner);
+    return winner;
 }
 
 const Kernel& select_kernel(const std::string& backend_name, const Problem& p, Accuracy accuracy) {
-    const Registry& reg = Registry::global();
-    const std::string backend = reg.resolve_backend(backend_name).name();
-    std::vector<const Kernel*> candidates, fallback;
-    for (const Kernel* k : reg.kernels(backend)) {
-        if (!k->info().accepts(p) || !allows(accuracy, k->info().precision)) continue;
-        (k->info().auto_candidate ? candidates : fallback).push_back(k);
-    }
-    if (candidates.empty()) {
-        // A backend without marked candidates (the emulator): its highest rung that fits.
-        if (fallback.empty()) {
-            throw ConstraintError("no kernel of backend '" + backend + "' accepts " + p.describe());
-        }
-        return **std::max_element(fallback.begin(), fallback.end(), [](const Kernel* a, const Kernel* b) {
-            return a->info().ladder_step < b->info().ladder_step;
-        });
-    }
-    // Highest rung first: that is the choice when timing is off or ties.
-    std::stable_sort(candidates.begin(), candidates.end(), [](const Kernel* a, const Kernel* b) {
-        return a->info().ladder_step > b->info().ladder_step;
-    });
-    if (candidates.size() == 1 || !autotune_enabled()) return *candidates.front();
-
-    std::string key = shape_class(backend, p, accuracy);
-    std::lock_guard<std::mutex> lock(table_mutex());
-    auto it = table().find(key);
-    if (it != table().end()) {
-        if (const Kernel* k = reg.find(backend, it->second)) {
-            if (k->info().accepts(p)) return *k;
-        }
-    }
-    const Kernel* best = fastest(candidates, p);
-    table()[key] = best->info().name;
-    return *best;
+    const std::string backend = backend_name.empty() ? "auto" : backend_name;
+    const ClassKey key = key_of(backend_slot(backend), accuracy, p);
+    if (const Kernel* k = recall(key, p)) return *k;
+    Candidates c = candidates_for(backend, p, accuracy);
+    if (quick_return(p) || c.kernels.size() == 1 || !autotune_enabled()) return *c.kernels.front();
+    p.validate();
+    std::lock_guard<std::mutex> tuning(table().tuning);
+    if (const Kernel* k = recall(key, p)) return *k;
+    const Kernel& winner = tune_synthetic(c.kernels, p, backend != "auto");
+    remember(key, winner);
+    return winner;
 }
 
 std::map<std::string, std::string> tuning_table() {
-    std::lock_guard<std::mutex> lock(table_mutex());
-    return table();
+    Table& t = table();
+    std::shared_lock<std::shared_mutex> lock(t.mutex);
+    return t.names;
 }
 
-int load_tuning_table(const std::map<std::string, std::string>& t) {
-    std::lock_guard<std::mutex> lock(table_mutex());
-    for (const auto& kv : t) table()[kv.first] = kv.second;
-    return 0;
+int load_tuning_table(const std::map<std::string, std::string>& entries) {
+    const Registry& reg = Registry::global();
+    int discarded = 0;
+    for (const auto& [text, value] : entries) {
+        ClassKey key;
+        const Kernel* k = nullptr;
+        if (parse_class(text, key)) {
+            std::string backend = key.backend(), name = value;
+            if (key.slot == 0) {  // "backend/kernel"
+                const size_t slash = value.find('/');
+                backend = slash == std::string::npos ? "" : value.substr(0, slash);
+                name = slash == std::string::npos ? "" : value.substr(slash + 1);
+            }
+            try {
+                k = reg.available(reg.backend(backend)) ? reg.find(backend, name) : nullptr;
+            } catch (const Error&) {
+                k = nullptr;  // unknown backend
+            }
+            const Problem rep = key.representative();
+            if (k && !(k->info().auto_candidate && allows(key.accuracy, k->info().precision) && k->info().accepts(rep)))
+                k = nullptr;
+        }
+        if (!k) {
+            ++discarded;
+            continue;
+        }
+        remember(key, *k);
+    }
+    return discarded;
+}
+
+void clear_tuning_table() {
+    Table& t = table();
+    std::unique_lock<std::shared_mutex> lock(t.mutex);
+    t.chosen.clear();
+    t.names.clear();
+}
+
+std::vector<std::string> tuning_rejections() {
+    Table& t = table();
+    std::lock_guard<std::mutex> lock(t.log_mutex);
+    return {t.rejections.begin(), t.rejections.end()};
 }
 
 }  // namespace fastgemm

@@ -4,17 +4,37 @@
 // It sees the real problem: M, N, K, transposes, alpha/beta and the accuracy the caller
 // asked for. Candidates are the kernels marked auto_candidate that accept the problem
 // and whose precision class the accuracy allows; the vendor baseline is among them, so
-// "auto" is never slower than the call it replaces. The first problem of a shape class
-// times every candidate through the call users make (Kernel::run_once) on that
-// problem's own dimensions, rejects any candidate whose result fails verification, and
-// keeps the winner for the class. With timing off (FASTGEMM_AUTOTUNE=0) a documented
-// heuristic per backend decides instead. backend "auto" extends the choice to the
-// backends: a problem whose transfers to a GPU cost more than they save stays on the CPU.
+// "auto" is never slower than the call it replaces. backend "auto" pools the
+// candidates of every available backend that is a performance target (auto_priority >
+// 0: not the emulator), so a problem whose transfers to a GPU cost more than they save
+// stays on the CPU.
+//
+// The first problem of a shape class (backend, accuracy, transposes, beta == 0, and
+// each of M, N, K rounded up to a power of two, uncapped) is tuned on that problem's
+// own dimensions:
+//   - run_selected, on the caller's operands: every candidate runs the call itself,
+//     through Kernel::run_once, timed by the wall clock (transfers included), its C
+//     checked at sampled elements against a float64 reference of the same operands;
+//     the winner's result is what the call returns.
+//   - select_kernel, without operands (device arrays, Context::select): on a Bench of
+//     random operands of the same dimensions, by the kernels' own device times for one
+//     backend, or by whole calls for backend "auto"; verified by the Bench.
+// Candidates are timed in interleaved rounds for about 10 ms of work in all (at least
+// one run each). A candidate that throws or fails its check is never chosen. When the
+// first candidate's run takes longer than 0.25 s, only it and the vendor baselines are
+// timed, once each. The winner is kept for the class (tuning_table; the Python package
+// saves it per machine and version, and validates it when loading).
+//
+// With FASTGEMM_AUTOTUNE=0 (or off/false/no) nothing is timed: the first candidate a
+// backend's preferred() names wins (the cpu backend's rules are in cpu_backend.cpp;
+// others take their highest ladder step), and backend "auto" sends a problem to a GPU
+// backend only when it has at least 1e10 FLOPs and every dimension is at least 256.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kernel.hpp"
 
@@ -31,20 +51,37 @@ const char* to_string(Accuracy a);
 Accuracy parse_accuracy(const std::string& name);
 bool allows(Accuracy a, Precision p);
 
-// The kernel kernel="auto" runs for `p`. backend: a backend name, or "auto" to choose
-// the backend as well. Throws BackendUnavailableError / NotFoundError for a bad
-// backend and ConstraintError when no candidate accepts the problem.
+// C = alpha * op(A) op(B) + beta * C on the kernel the policy picks for `p` (tuning its
+// shape class on these operands the first time); returns the kernel whose result C
+// holds. backend: a backend name, or "auto" to choose the backend as well. Throws
+// BackendUnavailableError / NotFoundError for a bad backend, ConstraintError when no
+// candidate accepts the problem, and Interrupted when Ctrl-C cut the call short.
+const Kernel& run_selected(const std::string& backend, const Problem& p, Accuracy accuracy, const float* A,
+                           const float* B, float* C);
+
+// The kernel kernel="auto" runs for `p`, tuning without the caller's operands.
 const Kernel& select_kernel(const std::string& backend, const Problem& p,
                             Accuracy accuracy = Accuracy::fp32);
 
-// The shape class of a problem: the key the tuning table is kept under.
+// The shape class of a problem: the key the tuning table is kept under, e.g.
+// "cpu|fp32|nt|beta0|64x4096x4096".
 std::string shape_class(const std::string& backend, const Problem& p,
                         Accuracy accuracy = Accuracy::fp32);
 
-// shape class -> kernel name, for persistence (python/fastgemm/autotune.py). Loading
-// validates every entry against the registry and the class's candidate set and
-// returns the number of entries it discarded.
+// Whether kernel="auto" times candidates (FASTGEMM_AUTOTUNE), read once per process.
+bool autotune_enabled();
+
+// shape class -> kernel name ("backend/name" for backend "auto"), for persistence.
 std::map<std::string, std::string> tuning_table();
+// Adds entries after validating each against the registry: a well-formed class whose
+// backend exists, a kernel of that backend that is an auto candidate, of a precision
+// class the accuracy allows, accepting the class's own dimensions. Returns the number
+// of entries discarded.
 int load_tuning_table(const std::map<std::string, std::string>& table);
+// Forgets every choice (tests; a user who changed the machine under a process).
+void clear_tuning_table();
+// Why candidates were refused during tuning in this process ("cpu/direct: ..."), most
+// recent last; at most 64 kept.
+std::vector<std::string> tuning_rejections();
 
 }  // namespace fastgemm

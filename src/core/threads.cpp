@@ -13,11 +13,16 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #if defined(__linux__)
 #include <sched.h>
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define FASTGEMM_HAVE_ATFORK 1
 #endif
 
 namespace fastgemm {
@@ -40,7 +45,7 @@ int initial_threads() {
     if (const char* env = std::getenv("FASTGEMM_NUM_THREADS")) {
         char* end = nullptr;
         long n = std::strtol(env, &end, 10);
-        if (end != env && *end == '\0' && n >= 1 && n <= 4096) return int(n);
+        if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads) return int(n);
     }
     return available_cores();
 }
@@ -55,18 +60,23 @@ thread_local bool inside_parallel_region = false;
 // Workers sleep on a condition variable between jobs. A job is a function and a task
 // count; threads take task indices from an atomic counter, and the partition into
 // tasks is fixed by the caller, so results do not depend on which thread ran a task.
+//
+// Fork: a child process has only the thread that called fork(), and the pool's mutexes
+// may have been held by threads that are gone. So the child drops the old pool without
+// touching it and starts an empty one (its workers are created on first use), as
+// OpenBLAS and the OpenMP runtimes do.
 class Pool {
 public:
     static Pool& instance() {
-        static Pool* pool = new Pool();  // never destroyed: workers may outlive statics
-        return *pool;
+        static std::atomic<Pool*>& current = install();
+        return *current.load(std::memory_order_acquire);
     }
 
     // Returns false when another caller holds the pool (the caller then runs serially).
     bool run(int n_tasks, int n_threads, const std::function<void(int, int)>& fn) {
         std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
         if (!busy.owns_lock()) return false;
-        ensure_workers(n_threads - 1);
+        n_threads = 1 + std::min(n_threads - 1, ensure_workers(n_threads - 1));
         {
             std::lock_guard<std::mutex> lock(m_);
             fn_ = &fn;
@@ -87,6 +97,16 @@ public:
     }
 
 private:
+    static std::atomic<Pool*>& install() {
+        // Never destroyed: workers may outlive statics. The old pool of a forked child
+        // is leaked on purpose (its threads do not exist there; its state is unknown).
+        static std::atomic<Pool*> current{new Pool()};
+#if defined(FASTGEMM_HAVE_ATFORK)
+        pthread_atfork(nullptr, nullptr, [] { current.store(new Pool(), std::memory_order_release); });
+#endif
+        return current;
+    }
+
     // Waking a sleeping thread costs 25-50 us on this VM (futex + vCPU halt/IPI), more
     // than a 128^3 SGEMM on two cores; so spin briefly before sleeping, as OpenBLAS
     // does, so back-to-back parallel regions find their workers awake.
@@ -101,12 +121,20 @@ private:
         }
     }
 
-    void ensure_workers(int n) {
-        while (int(workers_.size()) < n) {
-            int id = int(workers_.size());
-            workers_.emplace_back([this, id] { loop(id); });
-            workers_.back().detach();
+    // Creates workers up to n; returns how many exist. A system that refuses more
+    // threads (ulimit, memory) leaves the pool with the ones it has: the job runs on
+    // fewer threads, with the same partition and results.
+    int ensure_workers(int n) {
+        while (workers_ < n) {
+            const int id = workers_;
+            try {
+                std::thread([this, id] { loop(id); }).detach();
+            } catch (const std::system_error&) {
+                break;
+            }
+            ++workers_;
         }
+        return workers_;
     }
 
     void work() {
@@ -134,7 +162,7 @@ private:
 
     std::mutex busy_, m_;
     std::condition_variable wake_, done_;
-    std::vector<std::thread> workers_;
+    int workers_ = 0;  // detached threads started so far (they live for the process)
     const std::function<void(int, int)>* fn_ = nullptr;
     int n_tasks_ = 0, active_workers_ = 0, pending_ = 0;
     std::atomic<uint64_t> generation_{0};
@@ -147,7 +175,9 @@ private:
 int get_num_threads() { return thread_setting().load(); }
 
 void set_num_threads(int n) {
-    if (n < 1) throw std::invalid_argument("thread count must be >= 1, got " + std::to_string(n));
+    if (n < 1 || n > kMaxThreads)
+        throw std::invalid_argument("thread count must be between 1 and " + std::to_string(kMaxThreads) + ", got " +
+                                    std::to_string(n));
     thread_setting().store(n);
 }
 
@@ -165,5 +195,5 @@ void parallel_for(int n_tasks, const std::function<void(int, int)>& fn) {
 // (threadpoolctl's controller in python/fastgemm/_threadpoolctl.py) can reach them.
 extern "C" int fastgemm_get_num_threads() { return fastgemm::get_num_threads(); }
 extern "C" void fastgemm_set_num_threads(int n) {
-    if (n >= 1) fastgemm::set_num_threads(n);
+    if (n >= 1) fastgemm::set_num_threads(std::min(n, fastgemm::kMaxThreads));
 }

@@ -12,9 +12,13 @@
 
 namespace fastgemm {
 
+// The most threads fastgemm will use: far above any core count, low enough that a
+// typo cannot ask the system for a hundred thousand threads.
+constexpr int kMaxThreads = 1024;
+
 int available_cores();
 int get_num_threads();
-void set_num_threads(int n);  // n >= 1; ShapeError-free: throws std::invalid_argument
+void set_num_threads(int n);  // 1 <= n <= kMaxThreads, else std::invalid_argument
 
 // Runs fn(task, n_tasks) for task in [0, n_tasks) on up to n_tasks pool threads
 // (the caller is one of them), returning when all are done. Nested calls run serially.

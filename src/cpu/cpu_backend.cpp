@@ -15,6 +15,7 @@
 #include "cpu/ladder.hpp"
 #include "cpu/opt_levels/opt_levels.hpp"
 #include "cpu/packed/packed_kernels.hpp"
+#include "cpu/direct/direct_kernels.hpp"
 
 namespace fastgemm {
 
@@ -41,6 +42,29 @@ public:
         };
         return s;
     }
+    // kernel="auto" without timing (FASTGEMM_AUTOTUNE=0), from measurements of the
+    // direct, direct_dot, gemv and packed kernels against each other on the 2-core
+    // AVX-512 machine this project is measured on (benchmarks/cpu_shapes.py):
+    //   M == 1 or N == 1                          gemv (memory-bound, the matrix read once)
+    //   A @ B^T with min(M, N) <= 32 and K >= 64   direct_dot (both operands along K)
+    //   min(M, N) <= 64, or every dimension <= 1024  direct (packing does not pay)
+    //   otherwise                                  packed
+    const Kernel* preferred(const Problem& p, const std::vector<const Kernel*>& candidates) const override {
+        auto find = [&](const char* name) -> const Kernel* {
+            for (const Kernel* k : candidates)
+                if (k->info().name == name) return k;
+            return nullptr;
+        };
+        const char* want = "packed";
+        if (p.M == 1 || p.N == 1)
+            want = "gemv";
+        else if (!p.trans_a && p.trans_b && std::min(p.M, p.N) <= 32 && p.K >= 64)
+            want = "direct_dot";
+        else if (std::min(p.M, p.N) <= 64 || std::max({p.M, p.N, p.K}) <= 1024)
+            want = "direct";
+        if (const Kernel* k = find(want)) return k;
+        return Backend::preferred(p, candidates);
+    }
     Ceilings measure_ceilings() const override {
         int threads = get_num_threads();
         Ceilings c;
@@ -65,6 +89,7 @@ void register_cpu_backend(Registry& r) {
     cpu::register_loop_ladder(r);
     cpu::register_transposed_b(r);
     register_packed_kernels(r);
+    register_direct_kernels(r);
     cpu::register_opt_level_ladder(r);
 }
 

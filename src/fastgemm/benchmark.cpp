@@ -14,7 +14,7 @@ namespace {
 
 const Kernel& resolve(const std::string& backend, const std::string& name, const Problem& p) {
     if (name.empty() || name == "auto") return select_kernel(backend, p);
-    return Registry::global().kernel(backend, name);
+    return Registry::global().resolve_kernel(backend, name);
 }
 
 const Kernel& resolve_baseline(const std::string& backend, const std::string& name) {
@@ -36,7 +36,8 @@ Timings Context::benchmark(const std::string& kernel, int64_t M, int64_t N, int6
     Problem p = Problem::dense(M, N, K, o.trans_a, o.trans_b, o.alpha, o.beta);
     p.validate();
     const Kernel& k = resolve(backend_, kernel, p);
-    const Kernel* base = o.baseline.empty() ? nullptr : &resolve_baseline(backend_, o.baseline);
+    // The baseline comes from the backend of the kernel it is compared with.
+    const Kernel* base = o.baseline.empty() ? nullptr : &resolve_baseline(k.info().backend, o.baseline);
     k.info().check(p);  // before the baseline spends time on a problem the kernel rejects
 
     BenchOptions run_opts;

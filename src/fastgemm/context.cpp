@@ -57,16 +57,20 @@ void check_pointers(const Problem& p, const float* A, const float* B, const floa
     }
 }
 
-const Kernel& resolve_kernel(const std::string& backend, const std::string& kernel, const Problem& p) {
-    if (kernel.empty() || kernel == "auto") return select_kernel(backend, p);
-    return Registry::global().kernel(backend, kernel);
-}
+bool automatic(const std::string& name) { return name.empty() || name == "auto"; }
 
 }  // namespace
 
-Context::Context(const std::string& backend) : backend_(Registry::global().resolve_backend(backend).name()) {}
+Context::Context(const std::string& backend, Accuracy accuracy)
+    : backend_(automatic(backend) ? "auto" : Registry::global().resolve_backend(backend).name()),
+      accuracy_(accuracy) {
+    if (backend_ == "auto") Registry::global().best_backend();  // throws when nothing can run here
+}
 
-BackendStatus Context::status() const { return Registry::global().backend(backend_).status(); }
+BackendStatus Context::status() const {
+    const Registry& reg = Registry::global();
+    return (backend_ == "auto" ? reg.best_backend() : reg.backend(backend_)).status();
+}
 
 const KernelInfo& Context::sgemm(Trans trans_a, Trans trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta,
@@ -74,14 +78,9 @@ const KernelInfo& Context::sgemm(Trans trans_a, Trans trans_b, int64_t M, int64_
     Problem p = make_problem(trans_a, trans_b, M, N, K, alpha, lda, ldb, beta, ldc);
     p.validate();
     check_pointers(p, A, B, C);
-    const Kernel& k = resolve_kernel(backend_, kernel, p);
-    if (M == 0 || N == 0) {
-        k.info().check(p);  // an empty C: nothing to compute, but a wrong name or constraint still throws
-        return k.info();
-    }
-    auto launch = k.bind(p, A, B, C);
-    launch->run();
-    launch->finish();
+    if (automatic(kernel)) return run_selected(backend_, p, accuracy_, A, B, C).info();
+    const Kernel& k = Registry::global().resolve_kernel(backend_, kernel);
+    k.run_once(p, A, B, C);  // an empty C: nothing computed, but a constraint still throws
     return k.info();
 }
 
@@ -95,17 +94,24 @@ const KernelInfo& Context::sgemm(Layout layout, Trans trans_a, Trans trans_b, in
     return sgemm(trans_b, trans_a, N, M, K, alpha, B, ldb, A, lda, beta, C, ldc, kernel);
 }
 
-std::vector<KernelInfo> Context::kernels() const { return fastgemm::kernels(backend_); }
+std::vector<KernelInfo> Context::kernels() const {
+    if (backend_ != "auto") return fastgemm::kernels(backend_);
+    std::vector<KernelInfo> out;
+    for (const Backend* b : Registry::global().backends())
+        if (Registry::global().available(*b))
+            for (const KernelInfo& k : fastgemm::kernels(b->name())) out.push_back(k);
+    return out;
+}
 
 const KernelInfo& Context::kernel_info(const std::string& name) const {
-    return Registry::global().kernel(backend_, name).info();
+    return Registry::global().resolve_kernel(backend_, name).info();
 }
 
 const KernelInfo& Context::select(int64_t M, int64_t N, int64_t K, Trans trans_a, Trans trans_b, float alpha,
                                   float beta) const {
     Problem p = Problem::dense(M, N, K, trans_a == Trans::T, trans_b == Trans::T, alpha, beta);
     p.validate();
-    return select_kernel(backend_, p).info();
+    return select_kernel(backend_, p, accuracy_).info();
 }
 
 std::vector<BackendStatus> backends() {

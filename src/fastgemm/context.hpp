@@ -17,6 +17,7 @@
 
 #include "core/backend.hpp"
 #include "core/kernel_info.hpp"
+#include "core/selection.hpp"
 #include "timings.hpp"
 #include "trans.hpp"
 
@@ -24,12 +25,15 @@ namespace fastgemm {
 
 class Context {
 public:
-    // backend: "auto" (the available backend of highest priority), or "cpu", "cuda",
-    // "metal", "metal-emu". Throws NotFoundError for an unknown name and
+    // backend: "auto" (kernel="auto" then chooses the backend per problem too, among the
+    // available performance backends; named kernels come from the best backend that has
+    // them), or "cpu", "cuda", "metal", "metal-emu". accuracy: what kernel="auto" may
+    // trade (core/selection.hpp). Throws NotFoundError for an unknown name and
     // BackendUnavailableError when the backend cannot run on this machine.
-    explicit Context(const std::string& backend = "auto");
+    explicit Context(const std::string& backend = "auto", Accuracy accuracy = Accuracy::fp32);
 
-    const std::string& backend() const { return backend_; }  // resolved: never "auto"
+    const std::string& backend() const { return backend_; }  // "auto" or an available backend
+    Accuracy accuracy() const { return accuracy_; }
     BackendStatus status() const;
 
     // C = alpha * op(A) op(B) + beta * C in FP32. op(A) is M x K, op(B) is K x N, C is
@@ -54,7 +58,8 @@ public:
                             int64_t ldb, float beta, float* C, int64_t ldc,
                             const std::string& kernel = "auto") const;
 
-    // Kernels of this backend: baselines first, then the ladder in order.
+    // Kernels of this backend (of every available backend for "auto"): baselines first,
+    // then the ladder in order.
     std::vector<KernelInfo> kernels() const;
     const KernelInfo& kernel_info(const std::string& name) const;  // NotFoundError
     // The kernel that kernel="auto" runs for this (row-major) problem.
@@ -69,6 +74,7 @@ public:
 
 private:
     std::string backend_;
+    Accuracy accuracy_ = Accuracy::fp32;
 };
 
 // Every backend fastgemm knows, available or not (with the reason).

@@ -34,12 +34,16 @@ int main() {
         CHECK(!t.baseline.has_value(), "a baseline ran without being asked for");
     }
 
-    // Every cpu kernel through the same harness, no baseline.
+    // Every cpu kernel through the same harness, no baseline, on a problem it accepts
+    // (A @ B^T for the kernels that need it, a vector for the matrix-vector kernel).
     for (const KernelInfo& k : ctx.kernels()) {
         BenchmarkOptions q;
         q.warmup = 0;
         q.iters = 1;
-        Timings r = ctx.benchmark(k.name, 33, 17, 9, q);
+        int64_t M = 33;
+        if (!k.accepts(Problem::dense(M, 17, 9))) q.trans_b = true;
+        if (!k.accepts(Problem::dense(M, 17, 9, q.trans_a, q.trans_b, 1.0f, 0.0f))) M = 1;
+        Timings r = ctx.benchmark(k.name, M, 17, 9, q);
         CHECK(r.kernel == k.name && r.verification.passed, k.name << ": rel_err " << r.verification.rel_err);
         CHECK(r.precision == k.precision, k.name);
     }

@@ -18,31 +18,7 @@
 #define FASTGEMM_AVX2_NV 2
 #endif
 
-namespace fastgemm {
-namespace {
-
-struct Avx2 {
-    using vec = __m256;
-    static constexpr int W = 8;
-    static vec zero() { return _mm256_setzero_ps(); }
-    static vec set1(float x) { return _mm256_set1_ps(x); }
-    static vec load(const float* p) { return _mm256_load_ps(p); }
-    static vec loadu(const float* p) { return _mm256_loadu_ps(p); }
-    static void storeu(float* p, vec v) { _mm256_storeu_ps(p, v); }
-    static vec broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-    static vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
-    static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
-    // Lane j of the mask is all-ones when j < left.
-    static __m256i first(int left) {
-        return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    }
-    static vec load_first(const float* p, int left) { return _mm256_maskload_ps(p, first(left)); }
-    static void store_first(float* p, vec v, int left) { _mm256_maskstore_ps(p, first(left), v); }
-};
-
-}  // namespace
-}  // namespace fastgemm
-
+#include "cpu/simd/vec_avx2.hpp"
 #include "cpu/packed/micro_tile_x86.hpp"
 
 namespace fastgemm {

@@ -19,28 +19,7 @@
 #define FASTGEMM_AVX512_NV 2
 #endif
 
-namespace fastgemm {
-namespace {
-
-struct Avx512 {
-    using vec = __m512;
-    static constexpr int W = 16;
-    static vec zero() { return _mm512_setzero_ps(); }
-    static vec set1(float x) { return _mm512_set1_ps(x); }
-    static vec load(const float* p) { return _mm512_load_ps(p); }
-    static vec loadu(const float* p) { return _mm512_loadu_ps(p); }
-    static void storeu(float* p, vec v) { _mm512_storeu_ps(p, v); }
-    static vec broadcast(const float* p) { return _mm512_set1_ps(*p); }
-    static vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
-    static vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
-    static __mmask16 first(int left) { return __mmask16((1u << left) - 1); }
-    static vec load_first(const float* p, int left) { return _mm512_maskz_loadu_ps(first(left), p); }
-    static void store_first(float* p, vec v, int left) { _mm512_mask_storeu_ps(p, first(left), v); }
-};
-
-}  // namespace
-}  // namespace fastgemm
-
+#include "cpu/simd/vec_avx512.hpp"
 #include "cpu/packed/micro_tile_x86.hpp"
 
 namespace fastgemm {

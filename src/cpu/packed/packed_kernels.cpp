@@ -54,17 +54,31 @@ public:
 protected:
     std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B,
                                         float* C) const override {
+        return std::make_unique<PackedLaunch>(plan_packed(p, config()), A, B, C);
+    }
+    // One call packs into the calling thread's workspace, kept for the thread's life:
+    // no allocation and no first touch of pack buffers once it has seen the sizes.
+    void run_direct(const Problem& p, const float* A, const float* B, float* C) const override {
+        thread_local PackedWorkspace ws;
+        const PackedPlan plan = plan_packed(p, config());
+        ws.reserve(plan);
+        sgemm_packed(plan, A, B, C, ws);
+    }
+
+private:
+    PackedConfig config() const {
+        // Cache sizes are read once per process (sysfs), not per call.
+        static const CacheSizes caches = detect_cache_sizes();
         PackedConfig cfg;
         if (v_.cache_blocking) {
-            cfg = blocked_config(v_.kernel, detect_cache_sizes(), 1);
+            cfg = blocked_config(v_.kernel, caches, 1);
         } else {
             cfg.kernel = v_.kernel;  // mc = kc = nc = 0: pack whole operands
         }
         cfg.threads = v_.threaded ? get_num_threads() : 1;
-        return std::make_unique<PackedLaunch>(plan_packed(p, cfg), A, B, C);
+        return cfg;
     }
 
-private:
     PackedVariant v_;
 };
 

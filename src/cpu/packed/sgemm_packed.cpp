@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "core/interrupt.hpp"
 #include "core/threads.hpp"
 #include "cpu/packed/pack.hpp"
 
@@ -77,6 +78,8 @@ void serial_loops(const PackedPlan& plan, const Problem& p, const float* A, cons
                 pack_a(p, A, ic, mc, pc, kc, mk.mr, a_buf);
                 macro_kernel(mk, mc, nc, kc, a_buf, b_buf, C + ic * p.ldc + jc, p.ldc, p.alpha,
                              beta);
+                // Ctrl-C: stop between blocks (the caller reports the call as interrupted).
+                if (interrupt_requested()) return;
             }
         }
     }
@@ -128,8 +131,10 @@ void row_split(const PackedPlan& plan, const float* A, const float* B, float* C,
                     pack_a(p, A, ic, mc, pc, kc, mk.mr, a_buf);
                     macro_kernel(mk, mc, nc, kc, a_buf, b_buf, C + ic * p.ldc + jc, p.ldc,
                                  p.alpha, beta);
+                    if (interrupt_requested()) return;
                 }
             });
+            if (interrupt_requested()) return;
         }
     }
 }

@@ -16,15 +16,22 @@ target_sources(fastgemm PRIVATE
   ${_fastgemm_packed_dir}/micro_kernel_avx512.cpp
   ${_fastgemm_packed_dir}/micro_kernel_neon.cpp
   ${_fastgemm_packed_dir}/packed_kernels.cpp
-  ${_fastgemm_packed_dir}/../peak_probe.cpp)
+  ${_fastgemm_packed_dir}/../peak_probe.cpp
+  ${_fastgemm_packed_dir}/../direct/direct_gemm.cpp
+  ${_fastgemm_packed_dir}/../direct/direct_kernels.cpp
+  ${_fastgemm_packed_dir}/../direct/direct_portable.cpp
+  ${_fastgemm_packed_dir}/../direct/direct_avx2.cpp
+  ${_fastgemm_packed_dir}/../direct/direct_avx512.cpp)
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|i.86)$"
    AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   # TARGET_DIRECTORY: the target lives in the top-level directory, and source file
   # properties set here would otherwise not be seen by it.
   set_source_files_properties(${_fastgemm_packed_dir}/micro_kernel_avx2.cpp
+    ${_fastgemm_packed_dir}/../direct/direct_avx2.cpp
     TARGET_DIRECTORY fastgemm PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
   set_source_files_properties(${_fastgemm_packed_dir}/micro_kernel_avx512.cpp
+    ${_fastgemm_packed_dir}/../direct/direct_avx512.cpp
     TARGET_DIRECTORY fastgemm PROPERTIES COMPILE_OPTIONS "-mavx512f")
 endif()
 

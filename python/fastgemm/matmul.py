@@ -1,0 +1,88 @@
+"""fastgemm.matmul: np.matmul's semantics, in float32, on fastgemm's kernels.
+
+    fastgemm.matmul(a, b)              # like a @ b
+    fastgemm.matmul(x, W.T, out=y)     # written into y, like np.matmul(x, W.T, out=y)
+
+Operands are float32 arrays (array-likes are converted to float32; an ndarray of
+another dtype is refused rather than narrowed). As in numpy: a 1-D first operand is a
+row vector and a 1-D second operand a column vector, each dimension removed from the
+result again; operands of more than two dimensions are stacks of matrices in their
+last two axes, and the stack axes broadcast. Each matrix product is one
+fastgemm.sgemm call (kernel, backend and precision as there), so transposed and
+strided views cost no copies and kernel="auto" picks per shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import arguments
+from .errors import ShapeError
+
+__all__ = ["matmul"]
+
+
+def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
+    """a @ b with np.matmul's semantics for float32 (see the module's docstring)."""
+    from .api import _device_array_hook, sgemm  # api imports this module's package
+
+    if _device_array_hook(a, b, out) is not None:
+        raise TypeError("fastgemm.matmul takes host arrays; for GPU arrays use fastgemm.sgemm on each matrix")
+    a = arguments.array(a, "a")
+    b = arguments.array(b, "b")
+    kernel = arguments.name(kernel, "kernel")
+    backend = arguments.name(backend, "backend")
+    precision = arguments.precision(precision)
+    if a.ndim == 0 or b.ndim == 0:
+        which = "a" if a.ndim == 0 else "b"
+        raise ShapeError(f"matmul: {which} is a scalar (0-D); use multiplication for scalars")
+    a2 = a[np.newaxis, :] if a.ndim == 1 else a
+    b2 = b[:, np.newaxis] if b.ndim == 1 else b
+    M, K = a2.shape[-2:]
+    Kb, N = b2.shape[-2:]
+    if K != Kb:
+        raise ShapeError(f"matmul: a has shape {a.shape} and b has shape {b.shape}: "
+                         f"the last axis of a ({K}) must equal the second-to-last of b ({Kb})")
+    try:
+        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise ShapeError(f"matmul: the stack axes of a {a.shape[:-2]} and b {b.shape[:-2]} "
+                         f"do not broadcast") from None
+    shape = batch + (() if a.ndim == 1 else (M,)) + (() if b.ndim == 1 else (N,))
+
+    if out is None:
+        result = np.empty(shape, dtype=np.float32)
+    else:
+        if isinstance(out, np.ma.MaskedArray) or not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+        if out.dtype != np.float32:
+            raise TypeError(f"out has dtype {out.dtype}; it must be float32")
+        if out.shape != shape:
+            raise ShapeError(f"out has shape {out.shape}, but matmul of {a.shape} and {b.shape} is {shape}")
+        if not out.flags.writeable:
+            raise ShapeError("out is read-only; pass a writable array")
+        result = out
+    # The products write into a view of the result with both matrix axes present.
+    target = result.reshape(batch + (M, N))
+    if result.size and not np.may_share_memory(target, result):  # reshape had to copy
+        target = None
+    if target is None or (out is not None and (np.may_share_memory(out, a) or np.may_share_memory(out, b))):
+        # An out that overlaps an operand is written only after every product is formed.
+        staged = np.empty(batch + (M, N), dtype=np.float32)
+        _products(a2, b2, staged, batch, sgemm, kernel, backend, precision)
+        result[...] = staged.reshape(shape)
+        return result
+    _products(a2, b2, target, batch, sgemm, kernel, backend, precision)
+    return result
+
+
+def _products(a2, b2, target, batch, sgemm, kernel, backend, precision):
+    if target.size == 0:
+        return
+    if not batch:
+        sgemm(a2, b2, target, kernel=kernel, backend=backend, precision=precision)
+        return
+    a3 = np.broadcast_to(a2, batch + a2.shape[-2:])
+    b3 = np.broadcast_to(b2, batch + b2.shape[-2:])
+    for index in np.ndindex(*batch):
+        sgemm(a3[index], b3[index], target[index], kernel=kernel, backend=backend, precision=precision)

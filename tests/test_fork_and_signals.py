@@ -1,0 +1,181 @@
+"""Process-level guarantees (docs/reliability.md): the thread pool survives fork, Ctrl-C
+never aborts the interpreter whatever thread is computing, and every CPU kernel a user
+reaches through kernel="auto" or by name stops within a fraction of a second of SIGINT
+at sizes where one call takes seconds. Each case runs in its own process with a timeout,
+so a hang fails the test instead of the run."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import fastgemm
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CPU = {k.name for k in fastgemm.kernels("cpu")}
+posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX fork and signals")
+
+
+def child(code):
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=HERE,
+                            env=dict(os.environ, FASTGEMM_NUM_THREADS="2"))
+
+
+def finish(proc, timeout):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"hung (killed after {timeout} s): {out}\n{err[-2000:]}")
+    return out, err
+
+
+# --- fork ----------------------------------------------------------------------------
+
+@posix
+@pytest.mark.parametrize("kernel", ["packed", "direct", "ikj_threads", "auto"])
+def test_os_fork_after_a_threaded_call(kernel):
+    proc = child(f"""
+        import os, numpy as np, fastgemm
+        A = np.random.default_rng(0).uniform(-1, 1, (300, 300)).astype(np.float32)
+        ref = fastgemm.sgemm(A, A, kernel="{kernel}", backend="cpu")  # the pool's workers exist now
+        pid = os.fork()
+        if pid == 0:
+            C = fastgemm.sgemm(A, A, kernel="{kernel}", backend="cpu")
+            os._exit(0 if np.allclose(C, ref, rtol=1e-5, atol=1e-5) else 3)
+        _, status = os.waitpid(pid, 0)
+        C = fastgemm.sgemm(A, A, kernel="{kernel}", backend="cpu")  # the parent's pool still works
+        print(os.waitstatus_to_exitcode(status), np.allclose(C, ref, rtol=1e-5, atol=1e-5))
+    """)
+    out, err = finish(proc, 120)
+    assert proc.returncode == 0 and out.split() == ["0", "True"], f"{out}\n{err[-2000:]}"
+
+
+@posix
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_multiprocessing_pools(method, tmp_path):
+    script = tmp_path / "pool.py"  # spawned workers import the main module from a file
+    script.write_text(textwrap.dedent(f"""
+        import multiprocessing as mp, numpy as np, fastgemm
+
+        def work(seed):
+            rng = np.random.default_rng(seed)
+            A = rng.uniform(-1, 1, (200, 150)).astype(np.float32)
+            B = rng.uniform(-1, 1, (150, 170)).astype(np.float32)
+            out = [fastgemm.sgemm(A, B, kernel=k, backend="cpu") for k in ("packed", "ikj_threads", "auto")]
+            ref = A.astype(np.float64) @ B
+            return all(np.allclose(o, ref, rtol=1e-4, atol=1e-4) for o in out)
+
+        if __name__ == "__main__":
+            A = np.ones((256, 256), np.float32)
+            fastgemm.sgemm(A, A, kernel="packed", backend="cpu")  # workers started before the pool
+            with mp.get_context("{method}").Pool(2) as pool:
+                print(all(pool.map(work, range(6))))
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=HERE, env=dict(os.environ, FASTGEMM_NUM_THREADS="2"))
+    out, err = finish(proc, 180)
+    assert proc.returncode == 0 and out.split() == ["True"], f"{out}\n{err[-2000:]}"
+
+
+# --- Ctrl-C in any thread arrangement ---------------------------------------------------
+
+@posix
+@pytest.mark.parametrize("daemon", [False, True])
+def test_ctrl_c_while_main_joins_a_computing_thread(daemon):
+    """The main thread waits in join() while a worker thread computes; Ctrl-C ends the
+    process with a KeyboardInterrupt traceback (the interrupted worker finishes or is
+    discarded), never SIGABRT or a segfault."""
+    proc = child(f"""
+        import threading, numpy as np, fastgemm
+        A = np.ones((4096, 4096), np.float32)
+        def work():
+            for _ in range(20):
+                try:
+                    fastgemm.sgemm(A, A, kernel="packed", backend="cpu")
+                except fastgemm.KernelError:
+                    return  # interrupted off the main thread: the documented KernelError
+        t = threading.Thread(target=work, daemon={daemon})
+        t.start()
+        print("ready", flush=True)
+        t.join()
+    """)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = finish(proc, 60)
+    # An uncaught KeyboardInterrupt ends CPython by SIGINT (returncode -2) after printing
+    # its traceback; an abort would be -SIGABRT, a crash -SIGSEGV.
+    assert proc.returncode == -signal.SIGINT and "KeyboardInterrupt" in err, (proc.returncode, err[-2000:])
+    assert "terminate called" not in err and "Fatal Python error" not in err, err[-2000:]
+
+
+@posix
+def test_interpreter_exit_while_a_daemon_thread_computes():
+    proc = child("""
+        import threading, time, numpy as np, fastgemm
+        A = np.ones((3000, 3000), np.float32)
+        threading.Thread(target=lambda: [fastgemm.sgemm(A, A, kernel=k, backend="cpu")
+                                         for k in ("packed", "direct", "openblas", "jki")],
+                         daemon=True).start()
+        time.sleep(0.5)
+        print("exiting", flush=True)
+    """)
+    out, err = finish(proc, 120)
+    assert proc.returncode == 0 and out.strip() == "exiting", (proc.returncode, err[-2000:])
+
+
+# --- SIGINT latency of the kernels users reach -------------------------------------------
+
+LATENCY_CHILD = """
+import sys, time
+import numpy as np
+import fastgemm
+kernel, M, N, K, tb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
+A = np.ones((M, K), np.float32)
+B = np.ones((N, K) if tb else (K, N), np.float32)
+C = np.empty((M, N), np.float32)
+fastgemm.sgemm(A[:8], B, C[:8], trans_b=tb, kernel=kernel, backend="cpu")  # tuned, warm
+print("ready", flush=True)
+try:
+    for _ in range(100):  # always inside a call when the signal comes, however fast the machine
+        fastgemm.sgemm(A, B, C, trans_b=tb, kernel=kernel, backend="cpu")
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+# Problems of seconds per call on 2 cores: each needs its own stopping points.
+LATENCY_CASES = [("packed", 8192, 8192, 4096, False), ("packed_blocked", 8192, 4096, 4096, False),
+                 ("direct", 8192, 8192, 4096, False), ("direct_dot", 4096, 8192, 8192, True),
+                 ("openblas", 8192, 8192, 4096, False), ("auto", 8192, 8192, 4096, False)]
+
+
+@posix
+@pytest.mark.parametrize("kernel,M,N,K,tb", LATENCY_CASES, ids=[c[0] for c in LATENCY_CASES])
+def test_sigint_stops_large_calls_promptly(kernel, M, N, K, tb):
+    if kernel not in CPU and kernel != "auto":
+        pytest.skip(f"{kernel} is not built here (no BLAS baseline in this build)")
+    proc = subprocess.Popen([sys.executable, "-c", LATENCY_CHILD, kernel, str(M), str(N), str(K), str(int(tb))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-2000:]
+        time.sleep(0.7)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        out = proc.stdout.readline()
+        latency = time.perf_counter() - sent
+        finish(proc, 60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert out.strip() == "KeyboardInterrupt", out
+    # docs/reliability.md promises 0.5 s; the bound leaves room for a loaded test machine.
+    assert latency < 1.5, f"{kernel} took {latency:.2f} s to stop"

@@ -1,0 +1,119 @@
+"""fastgemm.matmul against np.matmul: a property sweep over shapes (empty, 1, odd),
+1-D operands, stacked batches with broadcasting, transposed and strided views, and
+`out`, on every available backend; and the errors np.matmul raises, with fastgemm's
+exception classes."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastgemm
+from conftest import assert_matches
+
+BACKENDS = [b.name for b in fastgemm.backends() if b.available]
+# The emulator runs shaders on the CPU at a tiny fraction of a GPU's speed: keep its
+# problems small.
+MAX_DIM = {"metal-emu": 9}
+
+
+def as_float32(rng, shape, view):
+    """A float32 array of `shape`, stored as asked: contiguous, as the transpose of a
+    contiguous array, or as a strided slice of a larger one."""
+    if view == "transposed" and len(shape) >= 2:
+        base = rng.uniform(-1, 1, shape[:-2] + (shape[-1], shape[-2])).astype(np.float32)
+        return np.swapaxes(base, -1, -2)
+    if view == "strided" and len(shape) >= 1:
+        base = rng.uniform(-1, 1, shape[:-1] + (2 * shape[-1] + 1,)).astype(np.float32)
+        return base[..., 1::2]
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+batch = st.lists(st.integers(1, 3), min_size=0, max_size=2)
+
+
+@st.composite
+def problems(draw, max_dim):
+    dims = st.integers(0, max_dim)
+    M, N, K = draw(dims), draw(dims), draw(dims)
+    kind = draw(st.sampled_from(["matrix", "vector-left", "vector-right", "vectors"]))
+    a_shape = (K,) if kind in ("vector-left", "vectors") else (M, K)
+    b_shape = (K,) if kind in ("vector-right", "vectors") else (K, N)
+    if kind == "matrix":
+        bb = draw(batch)
+        # Broadcasting: each operand keeps some stack axes, possibly of size 1.
+        a_batch = tuple(draw(st.sampled_from([d, 1])) for d in bb)[draw(st.integers(0, len(bb))):]
+        b_batch = tuple(draw(st.sampled_from([d, 1])) for d in bb)
+        a_shape, b_shape = a_batch + a_shape, b_batch + b_shape
+    views = st.sampled_from(["contiguous", "transposed", "strided"])
+    return a_shape, b_shape, draw(views), draw(views), draw(st.booleans()), draw(st.integers(0, 2**31))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_matches_np_matmul(backend, data):
+    a_shape, b_shape, a_view, b_view, with_out, seed = data.draw(problems(MAX_DIM.get(backend, 12)))
+    rng = np.random.default_rng(seed)
+    a, b = as_float32(rng, a_shape, a_view), as_float32(rng, b_shape, b_view)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if with_out:
+        out = np.full(expected.shape, np.nan, dtype=np.float32)
+        got = fastgemm.matmul(a, b, out=out, backend=backend)
+        assert got is out
+    else:
+        got = fastgemm.matmul(a, b, backend=backend)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    K = a.shape[-1]
+    if got.size:
+        assert_matches(got.reshape(-1, got.shape[-1]) if got.ndim else got.reshape(1, 1),
+                       expected.reshape(-1, expected.shape[-1]) if expected.ndim else expected.reshape(1, 1),
+                       "fp32", K, f"{a_shape} @ {b_shape}")
+
+
+def test_vector_results_drop_their_axes(rng):
+    a, b = rng.uniform(-1, 1, (5,)).astype(np.float32), rng.uniform(-1, 1, (5, 3)).astype(np.float32)
+    assert fastgemm.matmul(a, b).shape == (3,)
+    assert fastgemm.matmul(b.T, a).shape == (3,)
+    assert fastgemm.matmul(a, a).shape == ()
+    assert np.isclose(fastgemm.matmul(a, a), np.dot(a.astype(np.float64), a), rtol=1e-5)
+
+
+def test_array_likes_are_read_as_float32():
+    got = fastgemm.matmul([[1, 2], [3, 4]], [1.0, 1.0])
+    assert got.dtype == np.float32 and got.tolist() == [3.0, 7.0]
+
+
+def test_out_overlapping_an_operand_gets_every_product_first(rng):
+    """x = x @ y for a stack: writing x[0] must not change the x[1] still to be read."""
+    x = rng.uniform(-1, 1, (3, 4, 4)).astype(np.float32)
+    y = rng.uniform(-1, 1, (4, 4)).astype(np.float32)
+    expected = np.matmul(x.astype(np.float64), y)
+    fastgemm.matmul(x, y, out=x)
+    assert_matches(x.reshape(-1, 4), expected.reshape(-1, 4), "fp32", 4, "in place")
+
+
+@pytest.mark.parametrize("a,b,error,match", [
+    (np.float32(2.0), np.ones((2, 2), np.float32), fastgemm.ShapeError, "scalar"),
+    (np.ones((2, 3), np.float32), np.ones((2, 3), np.float32), fastgemm.ShapeError, "last axis of a"),
+    (np.ones((2, 2, 3), np.float32), np.ones((3, 3, 2), np.float32), fastgemm.ShapeError, "broadcast"),
+    (np.ones((2, 2)), np.ones((2, 2), np.float32), fastgemm.DTypeError, "float64"),
+    (np.ma.masked_array(np.ones((2, 2), np.float32)), np.ones((2, 2), np.float32), TypeError, "mask"),
+    (None, np.ones((2, 2), np.float32), TypeError, "None"),
+    ("text", np.ones((2, 2), np.float32), TypeError, "float32"),
+])
+def test_errors_name_the_argument(a, b, error, match):
+    with pytest.raises(error, match=match):
+        fastgemm.matmul(a, b)
+
+
+def test_out_must_fit(rng):
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    with pytest.raises(fastgemm.ShapeError, match="out has shape"):
+        fastgemm.matmul(a, b, out=np.empty((2, 5), np.float32))
+    with pytest.raises(TypeError, match="float32"):
+        fastgemm.matmul(a, b, out=np.empty((2, 4)))
+    ro = np.empty((2, 4), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(fastgemm.ShapeError, match="read-only"):
+        fastgemm.matmul(a, b, out=ro)

@@ -1,0 +1,126 @@
+"""The tuning cache is untrusted input (python/fastgemm/autotune.py): whatever is in its
+place, `import fastgemm` neither fails nor hangs, and no entry can make kernel="auto"
+run a kernel the policy would not choose itself. Every case runs in its own process
+with its own cache directory."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import fastgemm
+from fastgemm import autotune
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cache_path(tmp_path):
+    """Where a process with FASTGEMM_CACHE_DIR=tmp_path keeps its table."""
+    return tmp_path / autotune.cache_file().name
+
+
+def run(tmp_path, code, timeout=60):
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), PYTHONWARNINGS="default")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=HERE)
+
+
+# The kernel auto runs for a class, read back from the table after one call.
+PROBE = """
+    import numpy as np, fastgemm
+    A = np.ones((64, 64), np.float32)
+    C = fastgemm.sgemm(A, A, backend="cpu")
+    assert np.all(C == 64), "wrong result"
+    print(fastgemm.autotune.table().get("cpu|fp32|nn|beta0|64x64x64"))
+"""
+
+
+@pytest.mark.parametrize("content", ["[" * 200000, "{not json", "[1, 2, 3]", "\xff\xfe garbage"],
+                         ids=["deep-nesting", "malformed", "a-list", "not-utf8"])
+def test_malformed_cache_is_discarded_with_one_warning(tmp_path, content):
+    cache_path(tmp_path).write_bytes(content.encode("latin-1"))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("RuntimeWarning") == 1 and "ignored the tuning cache" in out.stderr, out.stderr
+    assert out.stdout.split()[-1] in {k.name for k in fastgemm.kernels("cpu") if k.auto_candidate}
+
+
+def test_oversized_cache_is_not_read(tmp_path):
+    cache_path(tmp_path).write_text(json.dumps({f"cpu|fp32|nn|beta0|{2**i}x1x1": "direct" for i in range(20)})
+                                    + " " * (autotune.MAX_BYTES + 1))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0 and "larger than" in out.stderr, out.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_fifo_in_place_of_the_cache_does_not_hang_import(tmp_path):
+    os.mkfifo(cache_path(tmp_path))
+    out = run(tmp_path, PROBE, timeout=60)  # a blocking open would never return
+    assert out.returncode == 0 and "not a regular file" in out.stderr, out.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_link_to_an_endless_device_is_refused(tmp_path):
+    os.symlink("/dev/zero", cache_path(tmp_path))
+    out = run(tmp_path, PROBE, timeout=60)
+    assert out.returncode == 0 and "not a regular file" in out.stderr, out.stderr
+
+
+def test_directory_in_place_of_the_cache(tmp_path):
+    cache_path(tmp_path).mkdir()
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0 and "not a regular file" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("kernel", ["ikj@O3fm", "kji", "no_such_kernel", "direct_dot", "gemv", 7])
+def test_entries_the_policy_would_never_choose_are_refused(tmp_path, kernel):
+    """A -ffast-math rung, a teaching loop, an unknown name, kernels whose constraints
+    refuse the class, a non-string: discarded, and auto measures the class itself."""
+    cache_path(tmp_path).write_text(json.dumps({"cpu|fp32|nn|beta0|64x64x64": kernel}))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0, out.stderr
+    assert "ignored 1 invalid entry" in out.stderr, out.stderr
+    chosen = out.stdout.split()[-1]
+    assert chosen != str(kernel) and fastgemm._fastgemm.kernel_info("cpu", chosen).auto_candidate
+
+
+def test_valid_entries_are_kept_and_used(tmp_path):
+    cache_path(tmp_path).write_text(json.dumps({"cpu|fp32|nn|beta0|64x64x64": "openblas",
+                                                "cpu|fp32|nn|beta0|3x64x64": "direct"}))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0, out.stderr
+    expected = "openblas" if "openblas" in {k.name for k in fastgemm.kernels("cpu")} else None
+    if expected is None:  # a build without BLAS: the entry names an unknown kernel
+        assert "ignored 2 invalid entries" in out.stderr
+    else:
+        assert out.stdout.split()[-1] == "openblas" and "ignored 1 invalid entry" in out.stderr, out.stderr
+
+
+def test_table_is_saved_at_exit_and_reloaded(tmp_path):
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    saved = json.loads(cache_path(tmp_path).read_text())
+    assert saved["cpu|fp32|nn|beta0|64x64x64"] == out.stdout.split()[-1]
+    again = run(tmp_path, PROBE)
+    assert again.returncode == 0 and again.stderr == "" and again.stdout == out.stdout
+
+
+def test_invalid_environment_values_warn_and_are_ignored(tmp_path):
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), FASTGEMM_AUTOTUNE="maybe",
+               FASTGEMM_NUM_THREADS="lots", PYTHONWARNINGS="default")
+    out = subprocess.run([sys.executable, "-c", "import fastgemm; print(fastgemm.get_num_threads())"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "FASTGEMM_AUTOTUNE='maybe'" in out.stderr and "FASTGEMM_NUM_THREADS='lots'" in out.stderr
+    assert int(out.stdout) == fastgemm._fastgemm.available_cores()
+
+
+@pytest.mark.parametrize("value", ["0", "off", "OFF", "false", "No"])
+def test_autotune_off_spellings(tmp_path, value):
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), FASTGEMM_AUTOTUNE=value)
+    out = subprocess.run([sys.executable, "-c", "import fastgemm; print(fastgemm._fastgemm.autotune_enabled())"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "False", (value, out.stdout, out.stderr)
