@@ -268,3 +268,47 @@ def test_record_refuses_a_command_without_its_output_path(tmp_path):
     with pytest.raises(rt.ResultsError, match=r"\{out\}"):
         rt.record(raw, tmp_path / "cpu.json", title="t", command="fastgemm bench")
     assert not (tmp_path / "cpu.json").exists()
+
+
+def test_record_of_a_ladder_run_takes_the_gpu_and_the_named_commit(tmp_path, monkeypatch):
+    run = ladder_doc()
+    del run["provenance"]
+    run["properties"] = {"multiprocessors": "132", "cublas": "loaded from libcublas.so.13"}
+    raw = write(tmp_path, "raw", run)
+    monkeypatch.setenv("FASTGEMM_COMMIT", "feed123")
+    doc = rt.record(raw, tmp_path / "cuda.json", title="H200", command="python benchmarks/cuda_ladder.py --json {out}")
+    prov = doc["provenance"]
+    assert prov["hardware"] == "a GPU, multiprocessors 132" and prov["commit"] == "feed123"
+    assert prov["versions"] == {"cublas": "loaded from libcublas.so.13"}
+
+
+def test_rerun_runs_the_recorded_command_and_keeps_the_title(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    results.mkdir()
+    fresh = bench_doc()
+    del fresh["provenance"]
+    fresh["machine"]["commit"] = "new5678"
+    write(tmp_path, "fresh-run", fresh)
+    old = bench_doc()
+    old["provenance"].update(title="CPU ladder", about="what the table shows", notes=["about the old run"],
+                             command=f"{sys.executable} -c \"import shutil, sys; "
+                                     f"shutil.copy('fresh-run.json', sys.argv[1])\" {{out}}")
+    write(results, "cpu", old)
+    monkeypatch.setattr(rt, "REPO", tmp_path)
+    monkeypatch.setattr(rt, "RESULTS_DIR", results)
+    monkeypatch.setattr(rt, "RESULTS_MD", tmp_path / "RESULTS.md")
+    rt.rerun(results / "cpu.json")
+    prov = json.loads((results / "cpu.json").read_text())["provenance"]
+    assert prov["commit"] == "new5678" and prov["title"] == "CPU ladder" and prov["about"] == "what the table shows"
+    assert "notes" not in prov, "notes describe one run and are not carried over"
+    assert "Commit: new5678" in (tmp_path / "RESULTS.md").read_text()
+
+
+def test_rerun_reports_a_command_that_writes_nothing(tmp_path, monkeypatch):
+    doc = bench_doc()
+    doc["provenance"]["command"] = f"{sys.executable} -c pass {{out}}"
+    path = write(tmp_path, "cpu", doc)
+    monkeypatch.setattr(rt, "REPO", tmp_path)
+    with pytest.raises(rt.ResultsError, match="wrote no"):
+        rt.rerun(path)
+    assert json.loads(path.read_text()) == doc
