@@ -86,6 +86,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -248,13 +249,19 @@ def fmt_pct(fraction) -> str:
 
 
 def prose(text: str) -> list:
-    """A paragraph, wrapped for reading the file as text."""
-    return textwrap.wrap(text, WIDTH, break_on_hyphens=False, break_long_words=False)
+    """A paragraph, wrapped for reading the file as text (never inside a `code span`)."""
+    return _wrap(text, "", "")
 
 
 def bullet(text: str) -> list:
-    return textwrap.wrap(text, WIDTH, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False,
-                         break_long_words=False)
+    return _wrap(text, "- ", "  ")
+
+
+def _wrap(text: str, first: str, rest: str) -> list:
+    glued = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\0"), text)
+    lines = textwrap.wrap(glued, WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False,
+                          break_long_words=False)
+    return [line.replace("\0", " ") for line in lines]
 
 
 def fmt_err(e) -> str:
@@ -512,9 +519,10 @@ def details(section: Section) -> list:
         items.append("Versions: " + ", ".join(f"{k} {v}" for k, v in p.versions.items()))
     if p.source == "transcribed":
         items.append(f"Source: transcribed from {p.transcribed_from}; the numbers are in `{rel}`")
+        items.append(f"Measured with: `{p.command.replace('{out}', 'run.json')}`")
     else:
         items.append(f"Source: measured; the run's output is `{rel}`")
-    items.append(f"Produced by: `{p.command.replace('{out}', rel)}`")
+        items.append(f"Produced by: `{p.command.replace('{out}', rel)}`")
     items.append(f"Measure again: `python {GENERATOR} rerun {rel}`")
     return [line for item in items for line in bullet(item)]
 
