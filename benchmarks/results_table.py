@@ -67,10 +67,12 @@ The three formats, told apart by their fields:
        rows[].shape           str   a name for the shape ("square", "skinny", ...)
        rows[].M, N, K         int
        rows[].trans           str   "NN", "NT", "TN" or "TT" (op(A), op(B))
-       rows[].libraries       object: library name -> {ms (number, milliseconds),
-                              gflops, ratio, rel_err (all optional)}
-     ratio is the baseline's ms / the library's ms (> 1: faster than the baseline); when
-     absent it is computed from ms. gflops, when absent, is 2MNK / ms.
+       rows[].libraries       object: library name -> {ms (number, milliseconds; or
+                              time_s, seconds), gflops, ratio, rel_err (optional)}.
+                              Without "libraries", every object-valued field of the row
+                              is taken as a library's entry.
+     ratio is the baseline's time / the library's (> 1: faster than the baseline); when
+     absent it is computed from the times. gflops, when absent, is 2MNK / time.
    One table with a row per shape and two summary rows per library: "geomean", the
    geometric mean of GFLOP/s and of the ratio over the shapes the library ran, and
    "worst", its lowest ratio and the shape it came from.
@@ -456,11 +458,21 @@ def render_suite(doc: dict, where: str):
         trans = _need(r, "trans", str, w)
         if trans not in TRANSPOSES:
             raise ResultsError(f"{w}.trans: expected one of {', '.join(TRANSPOSES)}, got {trans!r}")
-        libs = _need(r, "libraries", dict, w)
+        if "libraries" in r:
+            libs = _need(r, "libraries", dict, w)
+            prefix = f"{w}.libraries"
+        else:
+            libs = {k: v for k, v in r.items() if isinstance(v, dict)}
+            prefix = w
+            if not libs:
+                raise ResultsError(f"{w}: missing field 'libraries' (or per-library objects)")
         measured = {}
         for name, m in libs.items():
-            wl = f"{w}.libraries.{name}"
-            ms = _need(m, "ms", float, wl)
+            wl = f"{prefix}.{name}"
+            if isinstance(m, dict) and m.get("ms") is None and m.get("time_s") is not None:
+                ms = _need(m, "time_s", float, wl) * 1e3
+            else:
+                ms = _need(m, "ms", float, wl)
             if ms <= 0:
                 raise ResultsError(f"{wl}.ms: expected a positive time, got {ms!r}")
             gflops = _maybe(m, "gflops", float, wl)

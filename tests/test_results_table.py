@@ -137,6 +137,15 @@ def test_a_suite_renders_one_table_with_geomean_and_worst_rows(tmp_path):
     assert sum(line.startswith("| ") and "---" not in line for line in lines) == 1 + 2 + 2  # head, shapes, summary
 
 
+def test_a_suite_may_give_libraries_as_row_fields_and_times_in_seconds(tmp_path):
+    nested = rendered(tmp_path, suite_doc())
+    flat = suite_doc()
+    for row in flat["rows"]:
+        for name, m in row.pop("libraries").items():
+            row[name] = dict(time_s=m["ms"] / 1e3, rel_err=m["rel_err"])
+    assert rendered(tmp_path, flat) == nested
+
+
 def test_fields_the_generator_does_not_read_change_nothing(tmp_path):
     for make in (bench_doc, ladder_doc, suite_doc):
         plain = rendered(tmp_path, make())
@@ -198,6 +207,8 @@ MALFORMED = [
     (suite_doc, put(0.0, "rows", 1, "libraries", "fastgemm", "ms"), "libraries.fastgemm.ms: expected a positive time"),
     (suite_doc, drop("baseline"), "missing field 'baseline'"),
     (suite_doc, put({"unexpected": True}, "rows"), "rows: expected list"),
+    (suite_doc, drop("rows", 0, "libraries"), "rows[0]: missing field 'libraries'"),
+    (suite_doc, put({"ms": "slow"}, "rows", 0, "libraries", "fastgemm"), "fastgemm.ms: expected a finite number"),
 ]
 
 
