@@ -1,5 +1,5 @@
 // BufferPool and DeviceMatrix (see buffer_pool.h). Metal calls: newBufferWithLength:options:,
-// newBufferWithBytesNoCopy:length:options:deallocator:, contents (metal-api-facts.md D.2).
+// newBufferWithBytesNoCopy:length:options:deallocator:, contents (docs/architecture.md: Buffers).
 #import "metal/buffer_pool.h"
 
 #include <unistd.h>
@@ -21,7 +21,7 @@ constexpr size_t kMaxIdleBytes = size_t(1) << 30;
 }  // namespace
 
 BufferPool::BufferPool(id<MTLDevice> device) : device_(device) {
-    // Apple silicon pages are 16 KiB; ask rather than assume (metal-api-facts.md D.2).
+    // Apple silicon pages are 16 KiB; ask rather than assume (docs/architecture.md: Buffers).
     const long page = sysconf(_SC_PAGESIZE);
     if (page > 0) page_ = size_t(page);
 }

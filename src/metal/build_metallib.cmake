@@ -4,10 +4,10 @@
 #   OUTPUT, STRICT (ON: any failure stops the build)
 #
 # Each shader becomes an .air with `xcrun -sdk macosx metal -std=STD -fno-fast-math -c`, then
-# `xcrun -sdk macosx metallib` links those that compiled (metal-api-facts.md D.6). A shader
-# that fails is a warning with the compiler's text: its kernels fall back to run-time
-# compilation, which reports the same error when they are used. -fno-fast-math keeps FP32
-# semantics (the `metal` default is fast math, D.1).
+# `xcrun -sdk macosx metallib` links those that compiled. A shader that fails is a warning
+# with the compiler's text: its kernels fall back to run-time compilation, which reports the
+# same error when they are used. -fno-fast-math keeps FP32 semantics (the `metal` default is
+# fast math; docs/architecture.md: Compiling shaders).
 cmake_minimum_required(VERSION 3.21)
 
 foreach(_v XCRUN STD INCLUDE_DIR SHADERS WORK_DIR OUTPUT)

@@ -42,7 +42,7 @@ inline uint32_t thread_count(const metal_ladder::Size3& s) { return s.x * s.y * 
 
 // Kernels whose SIMD-groups cooperate on matrices (simdgroup_matrix, MPP execution_simdgroups)
 // say so with a fixed SIMD width in the ladder. Both need an Apple7 (M1/A14) or newer GPU:
-// metal-api-facts.md A.1 (simdgroup_matrix: Apple7+) and C.9 (Metal 4 needs M1/A14 or later).
+// docs/architecture.md: GPU families (simdgroup_matrix: Apple7+; Metal 4: M1/A14 or later).
 inline bool uses_simdgroup_matrices(const LadderKernel& k) { return k.simd_width != 0; }
 
 // Why `k` cannot run on this device, from device-level facts alone; empty when it can.
@@ -68,8 +68,8 @@ inline std::string device_unsupported_reason(const LadderKernel& k, const Device
 }
 
 // Why the compiled pipeline cannot run `k`; empty when it can. threadExecutionWidth and
-// maxTotalThreadsPerThreadgroup are per pipeline (metal-api-facts.md D.1): the latter drops
-// with register pressure, so a kernel that fits one GPU may not fit another.
+// maxTotalThreadsPerThreadgroup are per pipeline (docs/architecture.md: Pipelines): the latter
+// drops with register pressure, so a kernel that fits one GPU may not fit another.
 inline std::string pipeline_unsupported_reason(const LadderKernel& k, uint32_t execution_width,
                                                uint32_t max_total_threads) {
     const uint32_t threads = thread_count(k.threads);
@@ -85,13 +85,14 @@ inline std::string pipeline_unsupported_reason(const LadderKernel& k, uint32_t e
     return {};
 }
 
-// Raw MTLLanguageVersion, (major << 16) + minor (metal-api-facts.md D.1), to compile `msl` with
-// on this device; 0 when no version here can compile it. The raw form is used because the
-// enumerators for 3.2 and 4.0 are missing from older SDK headers.
+// Raw MTLLanguageVersion, (major << 16) + minor (docs/architecture.md: Compiling shaders), to
+// compile `msl` with on this device; 0 when no version here can compile it. The raw form is
+// used because the enumerators for 3.2 and 4.0 are missing from older SDK headers.
 inline uint32_t language_version(MslVersion msl, const DeviceCaps& caps) {
     auto v = [](uint32_t major, uint32_t minor) { return (major << 16) + minor; };
     if (msl == MslVersion::metal4_0) return caps.metal4 ? v(4, 0) : 0;
-    // Ladder kernels below MSL 4 need at most 3.2 and at least 2.3 (simdgroup_matrix, A.1).
+    // Ladder kernels below MSL 4 need at most 3.2 and at least 2.3 (simdgroup_matrix;
+    // docs/architecture.md: SIMD-group matrices).
     // A Metal 4 device runs macOS 26, which also compiles 3.2. Otherwise go by the OS release.
     // macOS 26 reports itself as 16.x to programs built against an older SDK [3P], so any
     // major version from 15 up counts as "15 or later".
@@ -116,8 +117,8 @@ inline size_t round_up(size_t n, size_t multiple) {
 
 // Bytes to wrap with newBufferWithBytesNoCopy:length:options:deallocator: so that the GPU sees
 // the caller's array in place, or 0 when it must be copied. Apple requires a page-aligned
-// pointer and a length that is a whole number of pages (metal-api-facts.md D.2); `used` is the
-// span the kernel touches, `needed` what the consumer may address (MPS addresses rows *
+// pointer and a length that is a whole number of pages (docs/architecture.md: Buffers); `used`
+// is the span the kernel touches, `needed` what the consumer may address (MPS addresses rows *
 // rowBytes, one row gap past the span). The length rounds `used` up to whole pages: those
 // pages belong to the caller's allocation because its start is page-aligned and the VM maps
 // whole pages, and the GPU never writes outside the span.

@@ -142,8 +142,8 @@ std::vector<Spec> specs() {
                  "kernel 7 with zero-filled edge staging and a bounds-checked epilogue, any shape"});
     // --- steps 8-9: MPP tensor ops (Metal 4) ----------------------------------------------
     // Precision class tf32: whether matmul2d computes float x float in full FP32 on every M
-    // chip is unconfirmed (metal-api-facts.md C.5), so the verifier gets the matrix-unit
-    // tolerance. relaxed_precision stays false in the shaders.
+    // chip is unconfirmed (docs/architecture.md: Tensor ops), so the verifier gets the
+    // matrix-unit tolerance. relaxed_precision stays false in the shaders.
     for (auto [tm, tn] : {std::pair<uint32_t, uint32_t>{64, 64}, {64, 128}}) {
         const std::string tile = std::to_string(tm) + "x" + std::to_string(tn);
         Spec k{"", "", "08_tensorops.metal", 8, tm, tn, {128, 1, 1}, 32,

@@ -6,9 +6,9 @@
 // dispatch is described in one place). run() is then one command buffer holding one dispatch,
 // timed by GPU timestamps and the host clock; finish() copies C back when it was copied.
 //
-// Metal calls (metal-api-facts.md D.3): computeCommandEncoder, setComputePipelineState:,
-// setBuffer:offset:atIndex:, setBytes:length:atIndex:, setThreadgroupMemoryLength:atIndex:,
-// dispatchThreadgroups:threadsPerThreadgroup:, endEncoding.
+// Metal calls (docs/architecture.md: Dispatch and timing): computeCommandEncoder,
+// setComputePipelineState:, setBuffer:offset:atIndex:, setBytes:length:atIndex:,
+// setThreadgroupMemoryLength:atIndex:, dispatchThreadgroups:threadsPerThreadgroup:, endEncoding.
 #import "metal/metal_context.h"
 #import "metal/metal_kernels.h"
 
@@ -38,7 +38,8 @@ public:
         params_ = metal_ladder::make_params(p);
         for (auto& [index, bytes] : geometry_.threadgroup_memory) {
             // setThreadgroupMemoryLength:atIndex: takes multiples of 16 bytes (Apple's page for
-            // the method); the device limit is maxThreadgroupMemoryLength (facts B.1, D.1).
+            // the method); the device limit is maxThreadgroupMemoryLength (docs/architecture.md:
+            // Shader arguments and barriers).
             bytes = uint32_t(round_up(bytes, 16));
             if (ctx.caps().max_threadgroup_memory && bytes > ctx.caps().max_threadgroup_memory) {
                 throw BackendUnavailableError(
@@ -61,7 +62,8 @@ public:
             [enc setBuffer:a_.buffer() offset:0 atIndex:metal_ladder::kBufferA];
             [enc setBuffer:b_.buffer() offset:0 atIndex:metal_ladder::kBufferB];
             [enc setBuffer:c_.buffer() offset:0 atIndex:metal_ladder::kBufferC];
-            // 48 bytes, well under setBytes' 4 KB limit (facts D.3).
+            // 48 bytes, well under setBytes' 4 KB limit (docs/architecture.md: Dispatch and
+            // timing).
             [enc setBytes:&params_ length:sizeof(GemmParams) atIndex:metal_ladder::kBufferParams];
             for (const auto& [index, bytes] : geometry_.threadgroup_memory)
                 [enc setThreadgroupMemoryLength:bytes atIndex:NSUInteger(index)];

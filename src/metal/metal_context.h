@@ -8,8 +8,8 @@
 // function-constant values. Capability checks (GPU family, OS, pipeline limits) turn a kernel
 // this GPU cannot run into BackendUnavailableError with the reason, never a crash.
 //
-// Every Metal call used here and in the other .mm files is listed, with its source, in
-// /work/shared/reference/metal-api-facts.md section D unless a comment cites Apple's page.
+// Every Metal call used here and in the other .mm files is described in docs/architecture.md
+// (Apple API facts the host relies on) unless a comment cites Apple's page.
 #pragma once
 
 #import <Foundation/Foundation.h>
@@ -84,9 +84,10 @@ private:
 };
 
 // Encodes one command buffer with `encode(commandBuffer)`, commits it, waits for it and returns
-// its times: device = GPUEndTime - GPUStartTime (metal-api-facts.md D.4), host = encode + commit
-// + wait on the steady clock. A command buffer that ends in error raises KernelError with
-// Metal's message. Shared by the ladder kernels and the MPS baseline so both time alike.
+// its times: device = GPUEndTime - GPUStartTime (docs/architecture.md: Dispatch and timing),
+// host = encode + commit + wait on the steady clock. A command buffer that ends in error
+// raises KernelError with Metal's message. Shared by the ladder kernels and the MPS baseline
+// so both time alike.
 template <class Encode>
 Timing run_command_buffer(MetalContext& ctx, const std::string& what, Encode&& encode) {
     Timing t;

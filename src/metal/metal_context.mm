@@ -1,4 +1,4 @@
-// MetalContext (see metal_context.h). Metal calls used, all in metal-api-facts.md section D
+// MetalContext (see metal_context.h). Metal calls used, all described in docs/architecture.md
 // unless noted: MTLCreateSystemDefaultDevice, newCommandQueue, supportsFamily:,
 // maxThreadsPerThreadgroup, maxThreadgroupMemoryLength, newLibraryWithURL:error:,
 // newLibraryWithSource:options:error:, MTLCompileOptions (languageVersion, fastMathEnabled,
@@ -59,8 +59,9 @@ std::string library_dir() {
 DeviceCaps probe_caps(id<MTLDevice> dev) {
     DeviceCaps caps;
     caps.name = utf8(dev.name);
-    // Highest Apple family: families are cumulative, checked from the top (facts D.5). Raw
-    // values for Apple10 (1010) and Metal4 (5002): those enumerators postdate the macOS 14 SDK.
+    // Highest Apple family: families are cumulative, checked from the top (docs/architecture.md:
+    // GPU families). Raw values for Apple10 (1010) and Metal4 (5002): those enumerators
+    // postdate the macOS 14 SDK.
     for (int n = 10; n >= 1; --n) {
         if ([dev supportsFamily:static_cast<MTLGPUFamily>(1000 + n)]) {
             caps.apple_family = n;
@@ -77,7 +78,8 @@ DeviceCaps probe_caps(id<MTLDevice> dev) {
 #endif
     const MTLSize t = dev.maxThreadsPerThreadgroup;
     // maxThreadsPerThreadgroup is per axis; the total is bounded by the x extent (1024 on
-    // every Apple GPU observed, facts D.1), which is the figure a 1D ladder launch meets.
+    // every Apple GPU observed; docs/architecture.md: Pipelines), which is the figure a 1D
+    // ladder launch meets.
     caps.max_threads_per_threadgroup = uint32_t(t.width);
     caps.max_threadgroup_memory = uint32_t(dev.maxThreadgroupMemoryLength);
     const NSOperatingSystemVersion os = [NSProcessInfo processInfo].operatingSystemVersion;
@@ -177,16 +179,18 @@ id<MTLLibrary> MetalContext::source_library(const LadderKernel& k) {
     const uint32_t version = language_version(k.msl, caps_);
     MTLCompileOptions* options = [MTLCompileOptions new];
     options.languageVersion = static_cast<MTLLanguageVersion>(version);
-    // Safe math for FP32-class kernels (facts D.1). fastMathEnabled = NO sets mathMode to safe
-    // on macOS 15+, per Apple's fastMathEnabled/mathMode pages; the property is deprecated
-    // there but present on every macOS this backend supports.
+    // Safe math for FP32-class kernels (docs/architecture.md: Compiling shaders).
+    // fastMathEnabled = NO sets mathMode to safe on macOS 15+, per Apple's
+    // fastMathEnabled/mathMode pages; the property is deprecated there but present on every
+    // macOS this backend supports.
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wdeprecated-declarations"
     options.fastMathEnabled = NO;
 #pragma clang diagnostic pop
 #if defined(__MAC_OS_X_VERSION_MAX_ALLOWED) && __MAC_OS_X_VERSION_MAX_ALLOWED >= 260000
-    // Cooperative-tensor pipelines must declare their threadgroup size (facts C.7, open
-    // question G.5); every MSL 4 ladder kernel of one shader file uses the same size.
+    // Cooperative-tensor pipelines must declare their threadgroup size (docs/architecture.md:
+    // Pipelines, and open question 5 there); every MSL 4 ladder kernel of one shader file uses
+    // the same size.
     if (k.msl == MslVersion::metal4_0) {
         if (@available(macOS 26.0, *)) {
             options.requiredThreadsPerThreadgroup =

@@ -4,11 +4,11 @@
 // kernel once; run() only encodes it into a fresh command buffer, so iterations time the GPU
 // work and one submission, like the ladder kernels (run_command_buffer). MPS computes
 // C = alpha * op(A) op(B) + beta * C on row-major matrices with any row stride, so it takes
-// every problem the ladder takes (metal-api-facts.md E, the source of every MPS call here).
+// every problem the ladder takes (docs/architecture.md: MPS, the source of every MPS call here).
 //
 // This file needs MetalPerformanceShaders headers, which the Linux type-check SDK lacks:
 // scripts/check_objc.sh defines FASTGEMM_SYNTAX_CHECK_NO_MPS and skips it; it was reviewed by
-// hand against section E instead.
+// hand against the MPS facts in docs/architecture.md instead.
 #if !defined(FASTGEMM_SYNTAX_CHECK_NO_MPS)
 
 #import <MetalPerformanceShaders/MetalPerformanceShaders.h>
@@ -48,15 +48,15 @@ public:
         b_ = DeviceMatrix(pool, B, p.b_rows(), p.b_cols(), p.ldb, mps_bytes(p.b_rows(), p.ldb), true);
         c_ = DeviceMatrix(pool, C, p.M, p.N, p.ldc, mps_bytes(p.M, p.ldc), p.beta != 0.0f);
         // With beta == 0 BLAS never reads C, and fastgemm's verifier poisons it with NaN.
-        // Whether MPS skips the read when beta == 0 is not documented (facts E), and
-        // 0 * NaN = NaN, so C starts at zero here, once, outside the timed iterations.
+        // Whether MPS skips the read when beta == 0 is not documented (docs/architecture.md:
+        // MPS), and 0 * NaN = NaN, so C starts at zero here, once, outside the timed iterations.
         if (p.beta == 0.0f) c_.zero_elements();
         @autoreleasepool {
             left_ = mps_matrix(a_.buffer(), p.a_rows(), p.a_cols(), p.lda);
             right_ = mps_matrix(b_.buffer(), p.b_rows(), p.b_cols(), p.ldb);
             result_ = mps_matrix(c_.buffer(), p.M, p.N, p.ldc);
             // resultRows = M, resultColumns = N, interiorColumns = K after the transposes;
-            // alpha and beta are doubles (facts E).
+            // alpha and beta are doubles (docs/architecture.md: MPS).
             mm_ = [[MPSMatrixMultiplication alloc] initWithDevice:ctx.device()
                                                     transposeLeft:p.trans_a ? YES : NO
                                                    transposeRight:p.trans_b ? YES : NO
