@@ -38,7 +38,7 @@ import time
 
 # (label, M, N, K, trans): op(A) is M x K, op(B) K x N; trans says which are transposed.
 SHAPES = [
-    ("call 1x1x1", 1, 1, 1, "NN"),
+    ("overhead 1x1x1", 1, 1, 1, "NN"),
     ("square", 8, 8, 8, "NN"),
     ("square", 16, 16, 16, "NN"),
     ("square", 32, 32, 32, "NN"),
@@ -248,7 +248,7 @@ def print_table(rows, libraries, threads):
         worst = sorted(ratios, key=lambda t: t[0])[:3]
         print(f"\ngeomean ratio {geo:.3f} over {len(ratios)} shapes; worst: " +
               ", ".join(f"{x:.2f} ({r['shape']} {r['M']}x{r['N']}x{r['K']} {r['trans']})" for x, r in worst))
-        call = next((r for r in rows if r["shape"].startswith("call")), None)
+        call = next((r for r in rows if r["shape"].startswith("overhead")), None)
         if call and call["best_peer"]:
             f_us = call["libraries"]["fastgemm"]["time_s"] * 1e6
             p_us = call["libraries"][call["best_peer"]]["time_s"] * 1e6

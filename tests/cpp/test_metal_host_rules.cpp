@@ -97,7 +97,7 @@ int main() {
     CHECK(language_version(m3, old) == v(3, 2));
     old.os_major = 10;
     CHECK(language_version(m3, old) == 0);
-    CHECK(v(3, 2) == 196610u && v(4, 0) == 262144u);  // metal-api-facts.md D.1
+    CHECK(v(3, 2) == 196610u && v(4, 0) == 262144u);  // MTLLanguageVersion: major << 16 | minor (docs/architecture.md, "Compiling shaders")
 
     // No-copy wrapping: page-aligned pointer, whole pages, room for what the consumer addresses.
     alignas(16384) static float page[16384 / 4 * 2];
