@@ -12,7 +12,8 @@ namespace {
 using Rows = RowsTile<Avx2, 6, 2>;
 using Dot = DotTile<Avx2, 3, 3>;
 const DirectIsa kAvx2{"avx2", CpuIsa::avx2, Rows::MR_, Rows::NR, &Rows::kernel<false>, &Rows::kernel<true>,
-                    Dot::MR_, Dot::NR_, &Dot::kernel, &gemv_rows_sum<Avx2>};
+                    Dot::MR_, Dot::NR_, &Dot::kernel, &gemv_rows_sum<Avx2>,
+                    &gemv_dot_rows<Avx2>};
 
 }  // namespace
 

@@ -12,7 +12,8 @@ namespace {
 using Rows = RowsTile<Avx512, 6, 4>;
 using Dot = DotTile<Avx512, 4, 4>;
 const DirectIsa kAvx512{"avx512", CpuIsa::avx512, Rows::MR_, Rows::NR, &Rows::kernel<false>, &Rows::kernel<true>,
-                    Dot::MR_, Dot::NR_, &Dot::kernel, &gemv_rows_sum<Avx512>};
+                    Dot::MR_, Dot::NR_, &Dot::kernel, &gemv_rows_sum<Avx512>,
+                    &gemv_dot_rows<Avx512>};
 
 }  // namespace
 

@@ -190,8 +190,8 @@ void direct_gemv(const DirectIsa& d, const Problem& p, const float* A, const flo
     }
 
     if (rows_form) {
-        // Column chunks of <= 2048 outputs (8 KiB of sums in L1), dealt out to threads.
-        constexpr int64_t kChunk = 2048;
+        // Column chunks of <= 4096 outputs (16 KiB of sums in L1), dealt out to threads.
+        constexpr int64_t kChunk = 4096;
         const int64_t chunks = ceil_div(n_out, kChunk);
         threads = int(std::min<int64_t>(threads, chunks > 1 ? chunks : ceil_div(n_out, 256)));
         auto range = [&](int64_t j0, int64_t j1) {
@@ -215,23 +215,27 @@ void direct_gemv(const DirectIsa& d, const Problem& p, const float* A, const flo
         return;
     }
 
-    // Dot-form: groups of dot_mr stored rows of the matrix against x.
-    const int64_t group = row_vector ? d.dot_nr : d.dot_mr;
-    const int64_t groups = ceil_div(n_out, group);
+    // Dot-form: groups of stored rows of the matrix against x, raw sums into a small
+    // buffer, then C = alpha * sum + beta * C along the output (a row or a column of C).
+    constexpr int64_t kGroup = 64;
+    const int64_t groups = ceil_div(n_out, kGroup);
     threads = int(std::min<int64_t>(threads, groups));
     auto range = [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; r += group) {
-            const int g = int(std::min(group, r1 - r));
-            if (row_vector)  // C(0, j) = dot(x, B row j): one row of op(A) against g columns
-                d.dot_tile(p.K, x, 0, mat + r * ld, ld, C + r, 0, 1, p.alpha, p.beta, 1, g);
-            else  // C(i, 0) = dot(A row i, x): g rows against one column
-                d.dot_tile(p.K, mat + r * ld, ld, x, 0, C + r * inc_c, inc_c, 0, p.alpha, p.beta, g, 1);
-            if ((r & 255) == 0 && interrupt_requested()) return;
+        float y[kGroup];
+        for (int64_t r = r0; r < r1; r += kGroup) {
+            const int64_t g = std::min(kGroup, r1 - r);
+            d.gemv_dot_rows(p.K, g, mat + r * ld, ld, x, y);
+            for (int64_t t = 0; t < g; ++t) {
+                float& out = C[(r + t) * inc_c];
+                const float v = p.alpha * y[t];
+                out = p.beta == 0.0f ? v : v + p.beta * out;
+            }
+            if (interrupt_requested()) return;
         }
     };
     if (threads <= 1) return range(0, n_out);
     parallel_for(threads, [&](int t, int n) {
-        auto [r0, r1] = part(t, n, groups, group, n_out);
+        auto [r0, r1] = part(t, n, groups, kGroup, n_out);
         if (r0 < r1) range(r0, r1);
     });
 }

@@ -28,6 +28,8 @@ struct DirectIsa {
                      int64_t rs_c, int64_t cs_c, float alpha, float beta, int m, int n);
     // y[0:n] = sum_k x[k] * b[k * ldb + j] (raw sums; y is overwritten).
     void (*gemv_rows_sum)(int64_t K, int64_t n, const float* x, const float* b, int64_t ldb, float* y);
+    // y[r] = sum_k a[r * lda + k] * x[k] for r < rows (raw sums; y is overwritten).
+    void (*gemv_dot_rows)(int64_t K, int64_t rows, const float* a, int64_t lda, const float* x, float* y);
 };
 
 // nullptr when this build or CPU has no such path.

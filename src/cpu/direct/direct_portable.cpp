@@ -45,7 +45,8 @@ struct Portable4 {
 using Rows = RowsTile<Portable4, 6, 4>;
 using Dot = DotTile<Portable4, 3, 3>;
 const DirectIsa kPortable{"portable", CpuIsa::scalar, Rows::MR_, Rows::NR, &Rows::kernel<false>, &Rows::kernel<true>,
-                          Dot::MR_, Dot::NR_, &Dot::kernel, &gemv_rows_sum<Portable4>};
+                          Dot::MR_, Dot::NR_, &Dot::kernel, &gemv_rows_sum<Portable4>,
+                    &gemv_dot_rows<Portable4>};
 
 }  // namespace
 
