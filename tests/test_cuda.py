@@ -68,15 +68,16 @@ def test_status_says_why_when_unavailable():
 
 def test_registry_lists_ladder_and_baselines():
     names = set(KERNELS)
-    for n in ("naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized",
-              "bank_conflict_free", "warptiling", "async_multistage", "async_tma", "tf32_mma_sync", "tf32_wgmma",
-              "fp32x3_wgmma", "cublas", "cublas_tf32"):
+    for n in ("naive", "coalesced", "smem_tiling_32x32", "blocktile_1d_64x64", "blocktile_2d_128x128",
+              "vectorized_128x128", "bank_conflict_free_128x128", "warptiling_128x128", "async_multistage_128x128",
+              "async_tma_128x256", "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128",
+              "cublas", "cublas_tf32"):
         assert n in names
     assert KERNELS["cublas"].baseline and KERNELS["cublas_tf32"].baseline
-    assert KERNELS["fp32x3_wgmma"].precision == "fp32x3"
-    assert KERNELS["tf32_wgmma"].precision == "tf32"
+    assert KERNELS["fp32x3_wgmma_128x128"].precision == "fp32x3"
+    assert KERNELS["tf32_wgmma_256x128"].precision == "tf32"
     # tf32 changes the precision contract: never picked by kernel="auto".
-    assert not KERNELS["tf32_wgmma"].auto_candidate and not KERNELS["tf32_mma_sync"].auto_candidate
+    assert not KERNELS["tf32_wgmma_256x128"].auto_candidate and not KERNELS["tf32_mma_sync_128x128"].auto_candidate
 
 
 @needs_gpu
@@ -93,8 +94,8 @@ def test_kernel_matches_float64(rng, name):
     assert_matches(C, reference(A, B), info.precision, K, name)
 
 
-ANY_SHAPE = ["naive", "coalesced", "smem_tiling", "async_tma", "async_tma_256x128", "async_tma_128x128",
-             "tf32_mma_sync", "tf32_wgmma", "fp32x3_wgmma"]
+ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
+             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128"]
 
 
 @needs_gpu
@@ -196,7 +197,7 @@ def test_fp32x3_nonfinite_inputs_with_stream_k_tail_and_beta(rng, alpha, beta):
     B[9, :] = 0.0
     A[1200, 9] = np.inf               # meets the zero row of B: row 1200 of C is NaN
     C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma", backend="cuda")
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma_128x128", backend="cuda")
     ref = ieee_reference(A, B, C0, alpha, beta, False, False)
     for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
         assert np.array_equal(test(C), test(ref)), f"{what} pattern differs"
@@ -220,7 +221,7 @@ def test_fp32x3_values_near_float_max(rng):
     B[7, 9] = -near_max
     A[:, 7] *= 0.25                  # column 9 of C: up to ~0.9e38
     C = np.full((M, N), np.nan, dtype=np.float32)
-    fastgemm.sgemm(A, B, C, kernel="fp32x3_wgmma", backend="cuda")
+    fastgemm.sgemm(A, B, C, kernel="fp32x3_wgmma_128x128", backend="cuda")
     ref = ieee_reference(A, B, None, 1.0, 0.0, False, False)
     assert np.all(np.isfinite(ref))
     huge = np.zeros((M, N), dtype=bool)
@@ -254,7 +255,7 @@ def test_tf32_wgmma_rounds_both_operands_to_nearest(side):
                       (1 + 1.5 * ulp, 1 + 2 * ulp), (-(1 + 1.5 * ulp), -(1 + 2 * ulp))]:
         A, B = np.ones((70, K), np.float32), np.ones((K, 90), np.float32)
         (A if side == "A" else B)[:] = np.float32(v)
-        C = fastgemm.sgemm(A, B, kernel="tf32_wgmma", backend="cuda")
+        C = fastgemm.sgemm(A, B, kernel="tf32_wgmma_256x128", backend="cuda")
         np.testing.assert_array_equal(C, np.float32(K * expect), err_msg=f"{side} = {v!r}")
 
 
@@ -265,7 +266,7 @@ def test_tf32_wgmma_is_the_product_of_rounded_operands(rng, ta):
     accumulation differs (~1e-6); truncating either operand would leave ~4e-4."""
     M, N, K = 300, 260, 1000
     A, B = rand(rng, M, K), rand(rng, K, N)
-    C = fastgemm.sgemm(np.ascontiguousarray(A.T) if ta else A, B, trans_a=ta, kernel="tf32_wgmma", backend="cuda")
+    C = fastgemm.sgemm(np.ascontiguousarray(A.T) if ta else A, B, trans_a=ta, kernel="tf32_wgmma_256x128", backend="cuda")
     ref = reference(_round_tf32(A), _round_tf32(B))
     assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 2e-5
     assert_matches(C, reference(A, B), "tf32", K, "against the unrounded operands")
@@ -286,13 +287,13 @@ def test_fp32x3_ties_split_exactly(rng, operand):
         A = _tf32_tie(A)
     ref = reference(A, B)
     if operand == "A transposed":
-        C = fastgemm.sgemm(np.ascontiguousarray(A.T), B, trans_a=True, kernel="fp32x3_wgmma", backend="cuda")
+        C = fastgemm.sgemm(np.ascontiguousarray(A.T), B, trans_a=True, kernel="fp32x3_wgmma_128x128", backend="cuda")
     elif operand == "A unaligned":
         wide = np.zeros((M, K + 1), np.float32)
         wide[:, :K] = A
-        C = fastgemm.sgemm(wide[:, :K], B, kernel="fp32x3_wgmma", backend="cuda")
+        C = fastgemm.sgemm(wide[:, :K], B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     else:
-        C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+        C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     assert_matches(C, ref, "fp32x3", K, f"ties in {operand}")
 
 
@@ -311,7 +312,7 @@ def test_fp32x3_values_near_the_ends_of_the_range(rng, case, scale_a, scale_b):
     M, N, K = 260, 200, 300
     A = (rand(rng, M, K) * np.float32(scale_a)).astype(np.float32)
     B = (rand(rng, K, N) * np.float32(scale_b)).astype(np.float32)
-    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     assert_matches(C, reference(A, B), "fp32x3", K, case)
 
 
@@ -323,7 +324,7 @@ def test_fp32x3_one_tiny_row_and_column(rng):
     A, B = rand(rng, M, K), rand(rng, K, N)
     A[11, :] *= np.float32(2.0 ** -125)
     B[:, 17] *= np.float32(2.0 ** -125)
-    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     ref = np.asarray(reference(A, B))
     assert_matches(C[11:12], ref[11:12], "fp32x3", K, "tiny row of A")
     assert_matches(C[:, 17:18], ref[:, 17:18], "fp32x3", K, "tiny column of B")
@@ -346,7 +347,7 @@ def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_cal
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["tf32_wgmma", "fp32x3_wgmma", "async_tma", "async_tma_128x128"])
+@pytest.mark.parametrize("name", ["tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "async_tma_128x256", "async_tma_128x128"])
 @pytest.mark.parametrize("M,N,K,ta", [(2100, 2000, 97, False), (2300, 1999, 130, True)])
 def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
     # More output tiles than an H200 has SMs (132), so blocks of the persistent kernel
@@ -357,16 +358,16 @@ def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
 
 @needs_gpu
 @pytest.mark.parametrize("name,M,N,K,ta", [
-    ("fp32x3_wgmma", 1536, 1536, 1000, False),  # 144 tiles of 128x128: 12 in the tail, ~11 segments each
-    ("fp32x3_wgmma", 1500, 1700, 333, False),   # 168 ragged tiles: 36 in the tail, 11 k-tiles each
-    ("tf32_wgmma", 2000, 2100, 1100, False),    # 136 tiles of 256x128: 4 in the tail, ~1 k-tile per block
-    ("tf32_wgmma", 3000, 2100, 512, False),     # 204 tiles: 72 in the tail (over half: kept whole)
+    ("fp32x3_wgmma_128x128", 1536, 1536, 1000, False),  # 144 tiles of 128x128: 12 in the tail, ~11 segments each
+    ("fp32x3_wgmma_128x128", 1500, 1700, 333, False),   # 168 ragged tiles: 36 in the tail, 11 k-tiles each
+    ("tf32_wgmma_256x128", 2000, 2100, 1100, False),    # 136 tiles of 256x128: 4 in the tail, ~1 k-tile per block
+    ("tf32_wgmma_256x128", 3000, 2100, 512, False),     # 204 tiles: 72 in the tail (over half: kept whole)
     ("async_tma_128x128", 2000, 2100, 1100, False),  # 272 tiles, two blocks per SM: 8 in the tail
     ("async_tma_128x128", 3000, 2100, 512, False),   # 408 ragged tiles: 144 in the tail, 2-3 segments each
     ("async_tma_128x128", 2300, 1999, 330, True),    # 288 tiles, A^T given: 24 in the tail, one k-tile per block
 ])
 def test_stream_k_tail(rng, name, M, N, K, ta):
-    # On a 132-SM H200 the last round of these shapes (but the fourth) is dealt out by
+    # On a 132-SM H200 the last round of these shapes (but 3000x2100x512 on tf32) is dealt out by
     # k-tiles in a second kernel (stream_k.cuh): segments park partial tiles and the block
     # finishing a tile's last segment sums them; async_tma_128x128's tail kernel also
     # re-arms its barriers between a block's two segments. Any GPU: the result must be
@@ -376,7 +377,7 @@ def test_stream_k_tail(rng, name, M, N, K, ta):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["async_tma", "async_tma_256x128"])
+@pytest.mark.parametrize("name", ["async_tma_128x256", "async_tma_256x128"])
 @pytest.mark.parametrize("M,N,K,ta", [
     (2148, 4146, 700, False),  # 289 ragged tiles (297 at 256x128): the last 41 (49) cut in two k-segments
     (4000, 4000, 520, True),   # 512 tiles, A^T given: the last 32 in two segments each
@@ -406,11 +407,11 @@ def test_fp32x3_at_least_as_accurate_as_cublas(rng):
     A, B = rand(rng, M, K), rand(rng, K, N)
     ref = reference(A, B)
     err = {}
-    for name in ("cublas", "fp32x3_wgmma", "tf32_wgmma"):
+    for name in ("cublas", "fp32x3_wgmma_128x128", "tf32_wgmma_256x128"):
         C = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
         err[name] = np.linalg.norm(C - ref) / np.linalg.norm(ref)
-    assert err["fp32x3_wgmma"] <= 2 * err["cublas"], err
-    assert err["tf32_wgmma"] > 10 * err["fp32x3_wgmma"], err  # the split does buy accuracy
+    assert err["fp32x3_wgmma_128x128"] <= 2 * err["cublas"], err
+    assert err["tf32_wgmma_256x128"] > 10 * err["fp32x3_wgmma_128x128"], err  # the split does buy accuracy
 
 
 # --- device arrays -----------------------------------------------------------------
@@ -423,7 +424,7 @@ def _torch():
 
 
 @needs_gpu
-@pytest.mark.parametrize("kernel", ["auto", "smem_tiling", "tf32_mma_sync", "cublas"])
+@pytest.mark.parametrize("kernel", ["auto", "smem_tiling_32x32", "tf32_mma_sync_128x128", "cublas"])
 def test_torch_tensors_in_place_no_copy(kernel):
     torch = _torch()
     if kernel == "cublas":

@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 import cuda_targets  # noqa: E402
 
-LADDER = ["cublas", "cublas_tf32", "naive", "async_tma", "async_tma_256x128", "tf32_wgmma", "fp32x3_wgmma"]
+LADDER = ["cublas", "cublas_tf32", "naive", "async_tma_128x256", "async_tma_256x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128"]
 
 
 def row(kernel, precision, size, ms, rel_err, base, passed=True):
@@ -21,14 +21,14 @@ def row(kernel, precision, size, ms, rel_err, base, passed=True):
 def run(size=4096, **ms):
     """A run at one size that meets every target unless `ms` overrides a kernel's time."""
     base = dict(cublas=ms.pop("cublas", 2.70), cublas_tf32=ms.pop("cublas_tf32", 0.36))
-    t = dict(naive=300.0, async_tma=2.56, async_tma_256x128=2.60, tf32_wgmma=0.35, fp32x3_wgmma=1.0) | ms
+    t = dict(naive=300.0, async_tma_128x256=2.56, async_tma_256x128=2.60, tf32_wgmma_256x128=0.35, fp32x3_wgmma_128x128=1.0) | ms
     return [row("cublas", "fp32", size, base["cublas"], 1.2e-6, base),
             row("cublas_tf32", "tf32", size, base["cublas_tf32"], 2.9e-4, base),
             row("naive", "fp32", size, t["naive"], 1.0e-6, base),
-            row("async_tma", "fp32", size, t["async_tma"], 1.1e-6, base),
+            row("async_tma_128x256", "fp32", size, t["async_tma_128x256"], 1.1e-6, base),
             row("async_tma_256x128", "fp32", size, t["async_tma_256x128"], 1.1e-6, base),
-            row("tf32_wgmma", "tf32", size, t["tf32_wgmma"], 2.6e-4, base),
-            row("fp32x3_wgmma", "fp32x3", size, t["fp32x3_wgmma"], 4.8e-7, base)]
+            row("tf32_wgmma_256x128", "tf32", size, t["tf32_wgmma_256x128"], 2.6e-4, base),
+            row("fp32x3_wgmma_128x128", "fp32x3", size, t["fp32x3_wgmma_128x128"], 4.8e-7, base)]
 
 
 def verdicts(results, wall_s=120.0):
@@ -36,30 +36,30 @@ def verdicts(results, wall_s=120.0):
 
 
 def test_a_run_that_meets_every_target_says_so():
-    vs = verdicts(run(4096) + run(8192, cublas=21.6, cublas_tf32=2.72, async_tma=20.0, async_tma_256x128=20.4,
-                                  tf32_wgmma=2.74, fp32x3_wgmma=8.6))
+    vs = verdicts(run(4096) + run(8192, cublas=21.6, cublas_tf32=2.72, async_tma_128x256=20.0, async_tma_256x128=20.4,
+                                  tf32_wgmma_256x128=2.74, fp32x3_wgmma_128x128=8.6))
     assert all(v.met for v in vs.values()), vs
     assert len(vs) == 7
-    assert "async_tma 1.055x" in vs[(cuda_targets.STRICT_FP32, 4096)].detail
+    assert "async_tma_128x256 1.055x" in vs[(cuda_targets.STRICT_FP32, 4096)].detail
     assert cuda_targets.markdown(list(vs.values())).endswith("every target met in this run")
 
 
 def test_strict_fp32_is_judged_on_the_fastest_kernel_within_the_error_bound():
-    results = run(async_tma=2.60, async_tma_256x128=2.55)
+    results = run(async_tma_128x256=2.60, async_tma_256x128=2.55)
     v = verdicts(results)[(cuda_targets.STRICT_FP32, 4096)]
     assert v.met and v.detail.startswith("async_tma_256x128 1.059x")
     results[4]["rel_err"] = 3e-6  # the fast one is not accurate enough: the next one counts
     v = verdicts(results)[(cuda_targets.STRICT_FP32, 4096)]
-    assert v.met is False and v.detail.startswith("async_tma 1.038x")
+    assert v.met is False and v.detail.startswith("async_tma_128x256 1.038x")
 
 
 def test_a_miss_by_a_thousandth_is_a_miss():
-    v = verdicts(run(async_tma=2.70 / 1.049))[(cuda_targets.STRICT_FP32, 4096)]
+    v = verdicts(run(async_tma_128x256=2.70 / 1.049))[(cuda_targets.STRICT_FP32, 4096)]
     assert v.met is False and "1.049x" in v.detail
 
 
 def test_an_unverified_kernel_never_counts_however_fast():
-    results = run(async_tma=2.60, async_tma_256x128=2.60)
+    results = run(async_tma_128x256=2.60, async_tma_256x128=2.60)
     results.append(row("async_tma_128x128", "fp32", 4096, 1.0, 1e-7, dict(cublas=2.70, cublas_tf32=0.36),
                        passed=False))
     assert verdicts(results)[(cuda_targets.STRICT_FP32, 4096)].met is False
@@ -72,12 +72,12 @@ def test_fp32x3_needs_its_error_within_twice_cublas_s_as_well_as_the_speed():
     assert verdicts(results)[(cuda_targets.FP32X3, 4096)].met
     results[0]["rel_err"] = 0.9e-6  # cublas more accurate on these inputs: over 2 x 0.9e-6
     assert verdicts(results)[(cuda_targets.FP32X3, 4096)].met is False
-    assert verdicts(run(fp32x3_wgmma=2.70 / 2.49))[(cuda_targets.FP32X3, 4096)].met is False
+    assert verdicts(run(fp32x3_wgmma_128x128=2.70 / 2.49))[(cuda_targets.FP32X3, 4096)].met is False
 
 
 def test_tf32_is_judged_against_cublas_tf32_not_cublas():
-    assert verdicts(run(tf32_wgmma=0.36 / 0.951))[(cuda_targets.TF32, 4096)].met
-    v = verdicts(run(tf32_wgmma=0.36 / 0.94))[(cuda_targets.TF32, 4096)]
+    assert verdicts(run(tf32_wgmma_256x128=0.36 / 0.951))[(cuda_targets.TF32, 4096)].met
+    v = verdicts(run(tf32_wgmma_256x128=0.36 / 0.94))[(cuda_targets.TF32, 4096)]
     assert v.met is False and "0.940x" in v.detail
 
 

@@ -14,15 +14,21 @@ void bind_cuda(py::module_& m) {
         [](const std::string& kernel, int64_t M, int64_t N, int64_t K, uintptr_t A, int64_t lda, uintptr_t B,
            int64_t ldb, uintptr_t C, int64_t ldc, bool trans_a, bool trans_b, float alpha, float beta,
            uintptr_t stream, int device) {
-            fastgemm::cuda::DeviceGemm g;
-            g.kernel = kernel;
-            g.M = M, g.N = N, g.K = K;
-            g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.C = C, g.ldc = ldc;
-            g.trans_a = trans_a, g.trans_b = trans_b;
-            g.alpha = alpha, g.beta = beta;
-            g.stream = stream, g.device = device;
+            fastgemm::cuda::DeviceOperands d;
+            fastgemm::Problem& p = d.problem;
+            p.M = M, p.N = N, p.K = K;
+            p.lda = lda, p.ldb = ldb, p.ldc = ldc;
+            p.trans_a = trans_a, p.trans_b = trans_b;
+            p.alpha = alpha, p.beta = beta;
+            d.A = reinterpret_cast<const float*>(A);
+            d.B = reinterpret_cast<const float*>(B);
+            d.C = reinterpret_cast<float*>(C);
+            fastgemm::cuda::DeviceCall call;
+            call.kernel = kernel;
+            call.stream = stream;
+            call.device = device;
             py::gil_scoped_release nogil;
-            return fastgemm::cuda::run_device_gemm(g);
+            return fastgemm::cuda::run_device_gemm(d, call);
         },
         py::arg("kernel"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("A"), py::arg("lda"), py::arg("B"),
         py::arg("ldb"), py::arg("C"), py::arg("ldc"), py::arg("trans_a"), py::arg("trans_b"), py::arg("alpha"),

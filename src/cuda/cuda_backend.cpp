@@ -19,11 +19,12 @@
 #include "core/backend.hpp"
 #include "core/backends.hpp"
 #include "core/registry.hpp"
-#include "cuda/cublas_loader.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_pool.hpp"
+#include "cuda/common/cublas_loader.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_pool.hpp"
+#include "cuda/common/launch_checks.hpp"
 #include "cuda/ladder.hpp"
-#include "cuda/probes.hpp"
+#include "cuda/common/probes.hpp"
 
 namespace fastgemm {
 
@@ -114,12 +115,9 @@ public:
         FASTGEMM_CUDA_CHECK(cudaEventCreate(&start_));
         FASTGEMM_CUDA_CHECK(cudaEventCreate(&stop_));
         FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        args_.M = p.M, args_.N = p.N, args_.K = p.K;
-        args_.A = dA_.data(), args_.lda = lda_;
-        args_.B = dB_.data(), args_.ldb = ldb_;
-        args_.C = dC_.data(), args_.ldc = ldc_;
-        args_.trans_a = p.trans_a, args_.trans_b = p.trans_b;
-        args_.alpha = p.alpha, args_.beta = p.beta;
+        args_.problem = p;
+        args_.problem.lda = lda_, args_.problem.ldb = ldb_, args_.problem.ldc = ldc_;
+        args_.A = dA_.data(), args_.B = dB_.data(), args_.C = dC_.data();
     }
     ~CudaLaunch() override {
         cudaStreamSynchronize(stream_);
@@ -171,7 +169,7 @@ private:
     cudaStream_t stream_ = nullptr;
     DeviceBuffer dA_, dB_, dC_, dC0_;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
-    GemmArgs args_;
+    DeviceOperands args_;
     Workspace ws_;
 };
 
