@@ -76,8 +76,42 @@ def test_registry_lists_ladder_and_baselines():
     assert KERNELS["cublas"].baseline and KERNELS["cublas_tf32"].baseline
     assert KERNELS["fp32x3_wgmma_128x128"].precision == "fp32x3"
     assert KERNELS["tf32_wgmma_256x128"].precision == "tf32"
-    # tf32 changes the precision contract: never picked by kernel="auto".
-    assert not KERNELS["tf32_wgmma_256x128"].auto_candidate and not KERNELS["tf32_mma_sync_128x128"].auto_candidate
+
+
+def test_auto_candidates_include_the_baselines_and_no_teaching_rung():
+    """kernel="auto" is never slower than the vendor call it replaces: both cuBLAS modes are
+    candidates (the accuracy request decides which may run). Rungs 1-8 never win."""
+    assert KERNELS["cublas"].auto_candidate and KERNELS["cublas_tf32"].auto_candidate
+    assert KERNELS["tf32_mma_sync_128x128"].auto_candidate  # admitted only for precision="tf32"
+    for name, k in KERNELS.items():
+        if 1 <= k.ladder_step <= 8:
+            assert not k.auto_candidate, name
+    # sm_90a kernels are candidates only where they can launch.
+    hopper = [k for k in KERNELS.values() if "sm_90a" in (k.isa or "")]
+    assert hopper
+    if _gpu_reason() is not None:
+        assert not any(k.auto_candidate for k in hopper)
+
+
+def test_device_call_rejects_an_unknown_precision():
+    from fastgemm import cuda
+    from fastgemm.errors import NotFoundError
+
+    A = np.ones((2, 2), np.float32)
+    with pytest.raises(NotFoundError, match="precision 'fp16'"):
+        cuda.sgemm(A, A, precision="fp16")
+    with pytest.raises(NotFoundError, match="precision 'fp64'"):
+        _fastgemm.cuda_sgemm("auto", 2, 2, 2, 0, 2, 0, 2, 0, 2, False, False, 1.0, 0.0, precision="fp64")
+
+
+def test_device_call_without_a_gpu_says_why():
+    if _gpu_reason() is None:
+        pytest.skip("a CUDA GPU is usable here: the unavailable path cannot be reached")
+    from fastgemm.errors import BackendUnavailableError
+
+    for precision in ("fp32", "strict", "tf32"):
+        with pytest.raises(BackendUnavailableError, match="cuda"):
+            _fastgemm.cuda_sgemm("auto", 2, 2, 2, 0, 2, 0, 2, 0, 2, False, False, 1.0, 0.0, precision=precision)
 
 
 @needs_gpu
@@ -398,6 +432,31 @@ def test_auto_picks_an_fp32_accurate_kernel(rng):
     A, B = rand(rng, 300, 200), rand(rng, 200, 100)
     C = fastgemm.sgemm(A, B, backend="cuda")
     assert_matches(C, reference(A, B), "fp32x3", 200, "auto")
+
+
+ALLOWED = {"fp32": {"fp32", "fp32x3"}, "strict": {"fp32"}, "tf32": {"fp32", "fp32x3", "tf32"}}
+
+
+@needs_gpu
+@pytest.mark.parametrize("precision", sorted(ALLOWED))
+@pytest.mark.parametrize("M,N,K,ta,tb", [(1, 4096, 4096, False, True), (257, 255, 4099, True, False),
+                                         (128, 128, 65536, False, False), (1024, 1024, 1024, True, True)])
+def test_device_auto_stays_within_the_precision_asked_for(precision, M, N, K, ta, tb):
+    """kernel="auto" on device pointers goes through the core's selection policy with the
+    caller's accuracy request: the kernel it names is of an allowed class, and the result
+    meets that class's tolerance."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+    A = torch.rand((K, M) if ta else (M, K), device="cuda", generator=g) * 2 - 1
+    B = torch.rand((N, K) if tb else (K, N), device="cuda", generator=g) * 2 - 1
+    C = torch.full((M, N), float("nan"), device="cuda")
+    name = _fastgemm.cuda_sgemm("auto", M, N, K, A.data_ptr(), A.stride(0), B.data_ptr(), B.stride(0),
+                                C.data_ptr(), C.stride(0), ta, tb, 1.0, 0.0,
+                                torch.cuda.current_stream().cuda_stream, C.device.index, precision)
+    torch.cuda.synchronize()
+    assert KERNELS[name].precision in ALLOWED[precision], (precision, name)
+    ref = (A.double().t() if ta else A.double()) @ (B.double().t() if tb else B.double())
+    assert_matches(C.cpu().numpy(), ref.cpu().numpy(), KERNELS[name].precision, K, f"auto -> {name}")
 
 
 @needs_gpu

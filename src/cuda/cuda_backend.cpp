@@ -215,9 +215,9 @@ void register_cuda_backend(Registry& r) {
             info.isa = e.precision == Precision::tf32 ? "sm_80+ (mma.sync tf32)" : "sm_80+ (FFMA)";
         }
         if (e.bench_flops_cap > 0) info.bench_flops_cap = e.bench_flops_cap;
-        // tf32 kernels change the precision contract; only FP32-accurate kernels may be
-        // picked by kernel="auto".
-        info.auto_candidate = e.auto_candidate && e.precision != Precision::tf32 && (e.min_sm != 90 || sm90);
+        // The selection policy admits a candidate only when the caller's accuracy allows
+        // its precision class (a tf32 kernel needs precision="tf32").
+        info.auto_candidate = e.auto_candidate && (e.min_sm != 90 || sm90);
         r.add_kernel(std::make_unique<cuda::CudaKernel>(std::move(info), e));
     }
 }

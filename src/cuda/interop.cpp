@@ -5,9 +5,8 @@
 #include <memory>
 #include <mutex>
 
-#include "core/problem.hpp"
+#include "core/errors.hpp"
 #include "cuda/common/cuda_check.hpp"
-#include "cuda/common/launch_checks.hpp"
 #include "cuda/ladder.hpp"
 
 namespace fastgemm {
@@ -15,16 +14,11 @@ namespace cuda {
 
 namespace {
 
-bool entry_accepts(const LadderEntry& e, const Problem& p) {
-    KernelInfo info;
-    info.constraints = e.constraints;
-    return info.accepts(p);
-}
-
-// One workspace per device (the fp32x3 split buffers and packed operands), shared by
-// calls on any stream: each call's work is made to wait for the previous user's (an
-// event, no host synchronisation), so a call on another stream cannot overwrite split
-// operands that a kernel still reads. Host threads take turns under the mutex.
+// One workspace per device (the fp32x3 split buffers, packed operands, partial tiles),
+// shared by calls on any stream: each call's work is made to wait for the previous
+// user's (an event, no host synchronisation), so a call on another stream cannot
+// overwrite scratch data that a kernel still reads. Host threads take turns under the
+// mutex.
 struct SharedWorkspace {
     Workspace ws;
     cudaEvent_t last_use = nullptr;
@@ -44,26 +38,22 @@ SharedWorkspace& workspace_for(int device, std::unique_lock<std::mutex>& lock) {
 
 }  // namespace
 
-std::string auto_device_kernel(const Problem& p) {
-    if (device_is_sm90()) return "fp32x3_wgmma_128x128";
-    for (const char* name : {"async_multistage_128x128", "warptiling_128x128"}) {
-        const LadderEntry* e = find_entry(name);
-        if (e && entry_accepts(*e, p)) return name;
-    }
-    return "smem_tiling_32x32";
-}
-
 std::string run_device_gemm(const DeviceOperands& operands, const DeviceCall& call) {
     if (call.device >= 0) FASTGEMM_CUDA_CHECK(cudaSetDevice(call.device));
     const Problem& p = operands.problem;
     p.validate();
-    const std::string name = call.kernel.empty() || call.kernel == "auto" ? auto_device_kernel(p) : call.kernel;
+    // The policy times its candidates on host copies of random operands of this shape
+    // (never on the caller's arrays) and keeps the winner per shape class.
+    const std::string name = call.kernel.empty() || call.kernel == "auto"
+                                 ? select_kernel("cuda", p, call.accuracy).info().name
+                                 : call.kernel;
     const LadderEntry* e = find_entry(name);
     if (!e) throw NotFoundError("no cuda kernel named '" + name + "'");
     KernelInfo info;
     info.name = e->name;
     info.constraints = e->constraints;
     info.check(p);
+    if (p.M == 0 || p.N == 0) return name;
     int dev = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
     std::unique_lock<std::mutex> lock;

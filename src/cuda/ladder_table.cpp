@@ -82,6 +82,8 @@ std::vector<LadderEntry> build() {
                               {{"BM", 128}, {"BN", 128}, {"BK", 16}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 8}}),
                          whole_tiles(128, 128, 16)));
 
+    // Rungs 1-8 teach; rung 9 onwards each kernel can win somewhere (rung 9 and 11 where
+    // no TMA is available, before Hopper), so they are candidates for kernel="auto".
     // Rung 9: one design (warp tiles fed by a cp.async ring), five tiles.
     struct Multistage {
         const char* name;
@@ -102,7 +104,7 @@ std::vector<LadderEntry> build() {
                      std::to_string(v.tn) + " per lane",
                  {{"BM", v.bm}, {"BN", v.bn}, {"BK", v.bk}, {"stages", v.stages}, {"TM", v.tm}, {"TN", v.tn}}),
             whole_tiles(v.bm, v.bn, v.bk));
-        e.auto_candidate = v.bk != 8;
+        e.auto_candidate = v.bk != 8;  // BK = 8: twice the barriers per k of BK = 16, same tile
         add(e);
     }
 
@@ -137,6 +139,8 @@ std::vector<LadderEntry> build() {
     cublas.launch = launch_cublas;
     cublas.source = "src/cuda/cublas_baseline.cpp";
     cublas.description = "cuBLAS SGEMM, CUBLAS_DEFAULT_MATH (no TF32)";
+    // The baselines are candidates too: "auto" is never slower than the vendor call it replaces.
+    cublas.auto_candidate = true;
     add(cublas);
     LadderEntry cublas_tf32 = cublas;
     cublas_tf32.name = "cublas_tf32";
