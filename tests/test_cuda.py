@@ -473,6 +473,65 @@ def test_fp32x3_at_least_as_accurate_as_cublas(rng):
     assert err["tf32_wgmma_256x128"] > 10 * err["fp32x3_wgmma_128x128"], err  # the split does buy accuracy
 
 
+# --- host arrays: the single-call path (direct_call.hpp) ----------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["cublas", "async_tma_128x256", "fp32x3_wgmma_128x128", "tf32_wgmma_256x128",
+                                  "smem_tiling_32x32"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_host_call_in_row_blocks(rng, name, ta, tb):
+    """Over 16 MB of operands and at least 1024 rows: the host call cuts C into row blocks
+    (768 + 768 + 764 here) whose uploads, GEMMs and downloads overlap. Every transpose,
+    beta != 0 with a C whose rows are padded (ldc > N): the gaps must stay untouched."""
+    if name == "cublas":
+        _skip_without_cublas()
+    M, N, K = 2300, 1500, 700
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B = rand(rng, N, K) if tb else rand(rng, K, N)
+    buf = rand(rng, M, N + 5)
+    C = buf[:, :N]
+    C0 = C.copy()
+    gaps = buf[:, N:].copy()
+    fastgemm.sgemm(A, B, C, alpha=0.5, beta=-1.25, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 0.5, -1.25, ta, tb), KERNELS[name].precision, K, f"{name} {ta} {tb}")
+    np.testing.assert_array_equal(buf[:, N:], gaps)
+    C = np.full((M, N), np.nan, dtype=np.float32)  # beta = 0: C is not read
+    fastgemm.sgemm(A, B, C, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, None, 1.0, 0.0, ta, tb), KERNELS[name].precision, K, f"{name} poisoned")
+
+
+@needs_gpu
+def test_host_call_rows_longer_than_a_staging_slot(rng):
+    """A row of 2.1 M floats (8.4 MB) is longer than the largest pinned slot (8 MB): the
+    staging copies cut rows into runs."""
+    M, N, K = 3, 5, 2_100_000
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    C = np.full((M, N), np.nan, dtype=np.float32)
+    fastgemm.sgemm(A, B, C, kernel="smem_tiling_32x32", backend="cuda")
+    assert_matches(C, reference(A, B), "fp32", K, "long rows")
+
+
+@needs_gpu
+def test_host_call_buffers_are_reused_across_sizes(rng):
+    """The staging ring and the device copies grow and are reused: a small call after a
+    large one, and the other way round, each against float64 into poisoned C."""
+    for M, N, K in [(7, 9, 5), (1500, 1700, 900), (33, 17, 65), (2100, 300, 4100), (1, 1, 1)]:
+        A, B = rand(rng, M, K), rand(rng, K, N)
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        fastgemm.sgemm(A, B, C, kernel="async_tma_128x128", backend="cuda")
+        assert_matches(C, reference(A, B), "fp32", K, f"{M}x{N}x{K}")
+
+
+@needs_gpu
+def test_host_call_after_a_refused_call(rng):
+    """A call refused for its shape leaves the next call of the same kernel working."""
+    A, B = rand(rng, 256, 64), rand(rng, 64, 256)
+    with pytest.raises(ConstraintError):
+        fastgemm.sgemm(rand(rng, 250, 64), B, kernel="warptiling_128x128", backend="cuda")
+    C = fastgemm.sgemm(A, B, kernel="warptiling_128x128", backend="cuda")
+    assert_matches(C, reference(A, B), "fp32", 64, "after a refused call")
+
+
 # --- device arrays -----------------------------------------------------------------
 
 def _torch():

@@ -12,6 +12,10 @@
 // dimensions or offsets. The vectorized rungs' alignment constraint is about device
 // memory, so it holds for every host array (a C view with an odd row pitch included);
 // CUDA arrays passed in place (interop.cpp) are checked as they are.
+//
+// A single call (Kernel::run_once, what fastgemm.sgemm on host arrays runs) does not
+// bind a Launch: CudaKernel::run_direct takes the pipelined path of direct_call.hpp,
+// which lays the device copies out the same way.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -23,8 +27,9 @@
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/device_pool.hpp"
 #include "cuda/common/launch_checks.hpp"
-#include "cuda/ladder.hpp"
 #include "cuda/common/probes.hpp"
+#include "cuda/direct_call.hpp"
+#include "cuda/ladder.hpp"
 
 namespace fastgemm {
 
@@ -180,6 +185,13 @@ public:
 protected:
     std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B, float* C) const override {
         return std::make_unique<CudaLaunch>(entry_, p, A, B, C);
+    }
+    // One call (fastgemm.sgemm on host arrays): the pipelined path of direct_call.hpp,
+    // which keeps its buffers between calls and times nothing.
+    void run_direct(const Problem& p, const float* A, const float* B, float* C) const override {
+        const std::string why = unavailable_reason();
+        if (!why.empty()) throw BackendUnavailableError("cuda: " + why);
+        run_host_call(entry_, p, A, B, C);
     }
 
 private:
