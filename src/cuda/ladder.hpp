@@ -42,9 +42,12 @@ void launch_async_multistage_128x128_bk8(const DeviceOperands&, cudaStream_t, Wo
 void launch_async_tma_128x256(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/10_async_tma.cu
 void launch_async_tma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_async_tma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_tma_128x256_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_tf32_mma_sync_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/11_tf32_mma_sync.cu
 void launch_tf32_wgmma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/12_tf32_wgmma.cu
+void launch_tf32_wgmma_256x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_fp32x3_wgmma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/13_fp32x3_wgmma.cu
+void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_cublas(const DeviceOperands&, cudaStream_t, Workspace&);  // cublas_baseline.cpp
 void launch_cublas_tf32(const DeviceOperands&, cudaStream_t, Workspace&);
 

@@ -120,6 +120,12 @@ std::vector<LadderEntry> build() {
                          "TMA + mbarrier ring (A^T, B), 8x8 per lane, two blocks per SM, stream-K tail; any shape",
                          {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 3}, {"TM", 8}, {"TN", 8}}))));
 
+    add(auto_candidate(hopper_only(rung("async_tma_128x256_splitk", 10, fp32, launch_async_tma_128x256_splitk,
+                                        "10_async_tma.cu",
+                                        "async_tma_128x256 with every tile's k range in splits where the tiles "
+                                        "cannot fill the GPU, summed in split order by a second kernel; any shape",
+                                        {{"BM", 128}, {"BN", 256}, {"BK", 32}, {"stages", 4}, {"TM", 8}, {"TN", 16}}))));
+
     add(auto_candidate(rung("tf32_mma_sync_128x128", 11, tf32, launch_tf32_mma_sync_128x128, "11_tf32_mma_sync.cu",
              "mma.sync m16n8k8 TF32, double-buffered shared tiles; any shape",
              {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 32}})));
@@ -127,11 +133,22 @@ std::vector<LadderEntry> build() {
                          "wgmma m64n256k8 TF32 + TMA (rounding both operands to TF32), mbarrier ring, "
                          "warp-specialised, persistent, smem-staged epilogue; any shape",
                          {{"BM", 256}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
+    add(auto_candidate(hopper_only(rung("tf32_wgmma_256x128_splitk", 12, tf32, launch_tf32_wgmma_256x128_splitk,
+                                        "12_tf32_wgmma.cu",
+                                        "tf32_wgmma_256x128 with every tile's k range in splits where the tiles "
+                                        "cannot fill the GPU, summed in split order by a second kernel; any shape",
+                                        {{"BM", 256}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
     add(auto_candidate(hopper_only(rung("fp32x3_wgmma_128x128", 13, fp32x3, launch_fp32x3_wgmma_128x128,
                                         "13_fp32x3_wgmma.cu",
                          "3xTF32 split products on wgmma (A's big part rounded by TMA, its small part from a "
                          "pre-pass, B split in registers), FP32 promotion every two k-tiles, persistent; any shape",
                          {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
+    add(auto_candidate(hopper_only(rung("fp32x3_wgmma_128x128_splitk", 13, fp32x3,
+                                        launch_fp32x3_wgmma_128x128_splitk, "13_fp32x3_wgmma.cu",
+                                        "fp32x3_wgmma_128x128 with every tile's k range in splits where the tiles "
+                                        "cannot fill the GPU, summed in split order (non-finite sums to the IEEE "
+                                        "fallback); any shape",
+                                        {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
 
     LadderEntry cublas;
     cublas.name = "cublas";

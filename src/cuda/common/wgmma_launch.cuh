@@ -84,16 +84,60 @@ void launch_wgmma_persistent(const DeviceOperands& p, cudaStream_t stream, Works
     // The whole tiles, then the tail.
     auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::whole_tiles>;
     FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback);
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
+                                                                   SplitKSlabs{});
     FASTGEMM_CUDA_CHECK_LAUNCH();
     if (ts.tail_tiles > 0) {
         auto tail_kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::stream_k_tail>;
         FASTGEMM_CUDA_CHECK(
             cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
-        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback);
+        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
+                                                                   SplitKSlabs{});
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
     if (Cfg::X3) gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
+}
+
+// Split-K (split_k.cuh): every tile's k range in S splits, one work unit each, parked in
+// slabs and summed by reduce_split_k in split order; with S = 1 (enough tiles to fill
+// the GPU) the whole-tile schedule runs instead. reduce_ktiles: what one partial tile
+// costs, in k-tiles of this kernel (plan_split_k).
+template <class Cfg>
+void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name,
+                          double reduce_ktiles) {
+    const Problem& q = p.problem;
+    require_sm90(name, "wgmma and TMA");
+    if (q.M == 0 || q.N == 0) return;
+    int dev = 0, sms = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t tiles = ceil_div(q.M, Cfg::BM) * ceil_div(q.N, Cfg::BN), KT = ceil_div(q.K, Cfg::BK);
+    const int S = plan_split_k(tiles, sms, KT, 4, max_split_k(q.M, q.N, Cfg::BM, Cfg::BN), reduce_ktiles);
+    if (S <= 1) {
+        launch_wgmma_persistent<Cfg>(p, stream, ws, name);
+        return;
+    }
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
+    const SplitKSlabs slabs = reserve_split_k_slabs(ws, S, q.M, q.N, Cfg::BM, Cfg::BN);
+    if (slabs.rows != ceil_div(q.M, Cfg::BM) * Cfg::BM || slabs.ld != ceil_div(q.N, Cfg::BN) * Cfg::BN)
+        throw KernelError(std::string(name) + ": split-K slabs do not match the kernel's tiles");
+    TailSplit units;  // the kernel's tile count; no tail
+    units.full_tiles = int(tiles);
+    const int64_t unit_count = tiles * S;
+    const unsigned blocks = unsigned(unit_count < sms ? unit_count : sms);
+    auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::split_k>;
+    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, units, nullptr, slabs);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+    // fp32x3: the 64 x 64 regions whose sums are not finite go to the IEEE fallback.
+    int* fallback = nullptr;
+    const int64_t regions = ceil_div(q.M, kSplitKRegion) * ceil_div(q.N, kSplitKRegion);
+    if (Cfg::X3) {
+        fallback = static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int)));
+        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
+    }
+    reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, fallback, stream);
+    if (Cfg::X3) gemm_ieee_listed(p, fallback, int(regions), kSplitKRegion, kSplitKRegion, stream);
 }
 
 }  // namespace cuda

@@ -6,9 +6,11 @@
 // - One producer thread walks the k-tiles of all its block's tiles through one mbarrier
 //   ring, so a tile's epilogue overlaps the next tile's loads; a running k-tile counter
 //   gives each load its stage and phase.
-// - Schedules (WgmmaSchedule): whole tiles, and the stream-K tail of a last round at
-//   most half full (stream_k.cuh), a second kernel after the whole tiles so that the
-//   whole-tile loop is compiled the same with or without it.
+// - Schedules (WgmmaSchedule): whole tiles; the stream-K tail of a last round at most
+//   half full (stream_k.cuh), a second kernel after the whole tiles so that the
+//   whole-tile loop is compiled the same with or without it; split-K, where work unit u
+//   is split u % S of tile u / S, parked in slab u % S and summed by reduce_split_k
+//   (split_k.cuh).
 // - Epilogue: each consumer warpgroup writes its 64 (n) x BM (m) part of C through
 //   shared memory, 32 rows of m at a time, into one of two 8 KB buffers swizzled in
 //   16-byte chunks (chunk ^= (row >> 1) & 3, conflict-free both ways), and stores float4
@@ -21,6 +23,7 @@
 
 #include "cuda/common/hopper.cuh"
 #include "cuda/common/raster.cuh"
+#include "cuda/common/split_k.cuh"
 #include "cuda/common/stream_k.cuh"
 #include "cuda/common/wgmma_gemm.cuh"
 
@@ -28,7 +31,7 @@ namespace fastgemm {
 namespace cuda {
 
 enum class WgmmaMath { tf32, fp32x3 };
-enum class WgmmaSchedule { whole_tiles, stream_k_tail };
+enum class WgmmaSchedule { whole_tiles, stream_k_tail, split_k };
 
 template <int BM_, WgmmaMath MATH>
 struct WgmmaPersistentConfig {
@@ -108,15 +111,18 @@ __device__ __forceinline__ void list_for_fallback(int* fallback, int64_t m0, int
 }
 
 // whole_tiles: the tiles [0, ts.full_tiles). stream_k_tail: the stream-K tail only,
-// launched after it on the same stream. fp32x3 tests each warpgroup's accumulators
+// launched after it on the same stream. split_k: the units of `slabs` (every tile in
+// slabs.splits k-ranges), unchecked: fp32x3's test of the sums is reduce_split_k's. fp32x3 tests each warpgroup's accumulators
 // before storing its BM x 64 part of C, and lists the parts that are not finite in
 // `fallback` (a count, then (m0, n0) pairs) instead (nonfinite.cuh).
 template <class Cfg, WgmmaSchedule Schedule>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
-                            const __grid_constant__ CUtensorMap map_b, DeviceOperands p, TailSplit ts, int* fallback) {
+                            const __grid_constant__ CUtensorMap map_b, DeviceOperands p, TailSplit ts, int* fallback,
+                            SplitKSlabs slabs) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr bool Tail = Schedule == WgmmaSchedule::stream_k_tail;
+    constexpr bool SplitK = Schedule == WgmmaSchedule::split_k;
     constexpr bool Checked = Cfg::X3;  // fp32x3 tests its accumulators before C is written (nonfinite.cuh)
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     extern __shared__ uint8_t smem_raw[];
@@ -165,7 +171,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                         tma_load_2d(bt + j * Cfg::B_BOX_BYTES, &map_b, n0 + 32 * j, kt * BK, &full[s]);
                 }
             };
-            if constexpr (!Tail) {
+            if constexpr (SplitK) {
+                const int S = slabs.splits;
+                for (int u = blockIdx.x; u < ts.full_tiles * S; u += gridDim.x)
+                    load_ktiles(u / S, split_k_begin(u % S, S, KT), split_k_begin(u % S + 1, S, KT));
+            } else if constexpr (!Tail) {
                 for (int tile = blockIdx.x; tile < ts.full_tiles; tile += gridDim.x) load_ktiles(tile, 0, KT);
             } else {
                 TailWalker walk(ts, KT);
@@ -306,8 +316,34 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         wgmma_wait<0>();
     };
 
-    const bool c_vec = p.problem.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
     int it0 = 0;  // global index of this tile's first k-tile
+    if constexpr (SplitK) {
+        // Unit u: k-tiles of split u % S of tile u / S, in the producer's order. The
+        // partial tile is parked whole (row-major in slab u % S, rows and columns as C's).
+        const int S = slabs.splits;
+        for (int u = blockIdx.x; u < ts.full_tiles * S; u += gridDim.x) {
+            const int split = u % S;
+            const int nk = split_k_begin(split + 1, S, KT) - split_k_begin(split, S, KT);
+            int tm, tn;
+            grouped_tile(u / S, tiles_m, tiles_n, Cfg::GROUP, tm, tn);
+#pragma unroll
+            for (int i = 0; i < Cfg::ACC; ++i) d[i] = 0.0f;
+            run_ktiles(it0, nk);
+            it0 += nk;
+#pragma unroll
+            for (int i = 0; i < Cfg::ACC; ++i) fence_operand(d[i]);
+            float* part = slabs.partial + split * slabs.slab() + int64_t(tm) * BM * slabs.ld + int64_t(tn) * BN;
+#pragma unroll
+            for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+                for (int e1 = 0; e1 < 2; ++e1)
+#pragma unroll
+                    for (int e2 = 0; e2 < 2; ++e2)
+                        part[(8 * j + 2 * t + e1) * slabs.ld + 64 * c + n_frag + 4 * e2] = d[4 * j + 2 * e2 + e1];
+        }
+        return;
+    }
+    const bool c_vec = p.problem.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(p.C) & 15) == 0;
     for (int tile = blockIdx.x; !Tail && tile < ts.full_tiles; tile += gridDim.x, it0 += KT) {
         int tm, tn;
         grouped_tile(tile, tiles_m, tiles_n, Cfg::GROUP, tm, tn);

@@ -27,6 +27,7 @@
 #include "cuda/ladder.hpp"
 #include "cuda/common/operand_prep.cuh"
 #include "cuda/common/raster.cuh"
+#include "cuda/common/split_k.cuh"
 #include "cuda/common/stream_k.cuh"
 #include "cuda/common/tma_map.hpp"
 
@@ -46,23 +47,32 @@ enum class TmaTail { graded, stream_k };
 //   TAIL, TAIL_PERCENT   graded tail, or a stream-K tail for a last round filled to at
 //                        most TAIL_PERCENT of the resident blocks
 //   LOCKSTEP             the warps meet at a named barrier before each k-tile
+//   SPLIT_K              every tile's k range in splits, summed by reduce_split_k
 struct AsyncTma128x256 {
     static constexpr int BM = 128, BN = 256, WARPS_M = 2, WARPS_N = 4, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
     static constexpr TmaTail TAIL = TmaTail::graded;
     static constexpr int TAIL_PERCENT = 0;
     static constexpr bool LOCKSTEP = true;
+    static constexpr bool SPLIT_K = false;
+};
+// The same kernel on few-tile problems: every tile's k range in S splits, summed by
+// reduce_split_k (no graded tail).
+struct AsyncTma128x256SplitK : AsyncTma128x256 {
+    static constexpr bool SPLIT_K = true;
 };
 struct AsyncTma256x128 {
     static constexpr int BM = 256, BN = 128, WARPS_M = 4, WARPS_N = 2, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
     static constexpr TmaTail TAIL = TmaTail::graded;
     static constexpr int TAIL_PERCENT = 0;
     static constexpr bool LOCKSTEP = true;
+    static constexpr bool SPLIT_K = false;
 };
 struct AsyncTma128x128 {
     static constexpr int BM = 128, BN = 128, WARPS_M = 2, WARPS_N = 4, STAGES = 3, AHEAD = 2, MIN_BLOCKS = 2;
     static constexpr TmaTail TAIL = TmaTail::stream_k;
     static constexpr int TAIL_PERCENT = 75;
     static constexpr bool LOCKSTEP = false;
+    static constexpr bool SPLIT_K = false;
 };
 
 template <class Variant>
@@ -83,6 +93,10 @@ struct TmaFfmaConfig : Variant {
     static_assert(AHEAD >= 1 && AHEAD < STAGES, "the copy for step t + AHEAD goes into a stage other than t's");
     static_assert(MIN_BLOCKS * SMEM_BYTES <= 227 * 1024, "over the sm_90 shared memory per SM");
     static_assert(Variant::TAIL == TmaTail::graded || Variant::TAIL_PERCENT > 0, "a stream-K tail needs a fill bound");
+    static_assert(!Variant::SPLIT_K || (Variant::TAIL == TmaTail::graded && MIN_BLOCKS == 1),
+                  "split-K reuses the graded kernel's segment path");
+    static_assert(!Variant::SPLIT_K || (BM % kSplitKRegion == 0 && BN % kSplitKRegion == 0),
+                  "the kernel's slab (whole tiles) must be the one reserve_split_k_slabs lays out");
 };
 
 // v.x, v.y, v.z or v.w for an index that is a compile-time constant after unrolling.
@@ -217,10 +231,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     // changed ptxas's schedule of the k loop.
     DeviceOperands out = p;
     if (u.nseg > 1) {
-        // Addressed as C's rows m0 + [0, BM) and columns n0 + [0, BN) with ldc = BN:
-        // the partial slot starts m0 * BN + n0 floats past out.C.
-        out.C = graded.partial + (int64_t(u.first_slot) + u.seg) * (BM * BN) - (int64_t(m0) * BN + n0);
-        out.problem.ldc = BN, out.problem.M = m0 + BM, out.problem.N = n0 + BN;
+        if constexpr (Cfg::SPLIT_K) {
+            // Split u.seg's slab (split_k.cuh): a matrix like C padded to whole tiles, so
+            // the tile is stored whole, unclipped.
+            const int64_t ld = int64_t(tiles_n) * BN, rows = int64_t(tiles_m) * BM;
+            out.C = graded.partial + int64_t(u.seg) * rows * ld;
+            out.problem.ldc = ld, out.problem.M = rows, out.problem.N = ld;
+        } else {
+            // Addressed as C's rows m0 + [0, BM) and columns n0 + [0, BN) with ldc = BN:
+            // the partial slot starts m0 * BN + n0 floats past out.C.
+            out.C = graded.partial + (int64_t(u.first_slot) + u.seg) * (BM * BN) - (int64_t(m0) * BN + n0);
+            out.problem.ldc = BN, out.problem.M = m0 + BM, out.problem.N = n0 + BN;
+        }
         out.problem.alpha = 1.0f, out.problem.beta = 0.0f;
     }
     const bool c_vec = out.problem.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(out.C) & 15) == 0;
@@ -263,7 +285,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
                                  c_vec);
         }
     }
-    if (u.nseg > 1)  // the block that completes the tile adds its partials in segment order
+    // The block that completes the tile adds its partials in segment order (split-K:
+    // reduce_split_k does, after the kernel).
+    if (!Cfg::SPLIT_K && u.nseg > 1)
         close_segment<BM, BN, Cfg::kThreads>(&graded.counters[u.split], u.nseg, last_segment,
                                              graded.partial + int64_t(u.first_slot) * (BM * BN), p.C,
                                              p.problem.ldc, p.problem.M, p.problem.N, p.problem.alpha,
@@ -399,7 +423,23 @@ void launch_async_tma(const DeviceOperands& p, cudaStream_t stream, Workspace& w
     FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     FASTGEMM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads, Cfg::SMEM_BYTES));
     const int64_t round = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
-    if constexpr (Cfg::TAIL == TmaTail::graded) {
+    if constexpr (Cfg::SPLIT_K) {
+        // Units (tile, split) in the graded kernel's segment form: n1 = tiles split S
+        // ways, nothing whole; each unit parks its partial tile in slab `seg`.
+        const int S = plan_split_k(tiles, round, KT, 8, max_split_k(q.M, q.N, Cfg::BM, Cfg::BN), 2.0);
+        GradedTail units;
+        if (S > 1) {
+            const SplitKSlabs slabs = reserve_split_k_slabs(ws, S, q.M, q.N, Cfg::BM, Cfg::BN);
+            units.n1 = int(tiles), units.s1 = S, units.partial = slabs.partial;
+            kernel<<<unsigned(tiles * S), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p, units);
+            FASTGEMM_CUDA_CHECK_LAUNCH();
+            reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, nullptr, stream);
+        } else {
+            units.whole = int(tiles);
+            kernel<<<unsigned(tiles), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p, units);
+            FASTGEMM_CUDA_CHECK_LAUNCH();
+        }
+    } else if constexpr (Cfg::TAIL == TmaTail::graded) {
         // Segments of at least 8 k-tiles: a shorter one would spend more on filling the
         // ring and parking its partial tile than it computes.
         const GradedTail graded = plan_graded_tail(tiles, round, KT, 8, size_t(Cfg::BM) * Cfg::BN, ws, stream);
@@ -434,6 +474,9 @@ void launch_async_tma_256x128(const DeviceOperands& p, cudaStream_t s, Workspace
 }
 void launch_async_tma_128x128(const DeviceOperands& p, cudaStream_t s, Workspace& ws) {
     launch_async_tma<AsyncTma128x128>(p, s, ws, "async_tma_128x128");
+}
+void launch_async_tma_128x256_splitk(const DeviceOperands& p, cudaStream_t s, Workspace& ws) {
+    launch_async_tma<AsyncTma128x256SplitK>(p, s, ws, "async_tma_128x256_splitk");
 }
 
 }  // namespace cuda

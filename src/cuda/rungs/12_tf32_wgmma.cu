@@ -7,6 +7,7 @@
 // C leaves through shared memory as float4 rows. Both tensor maps round the operands to
 // nearest TF32 on the way into shared memory (cuBLAS TF32's error). Per-tile design:
 // wgmma_gemm.cuh; schedule and epilogue: wgmma_persistent.cuh.
+// Variant _splitk: the same kernel on every tile's k range in splits (split_k.cuh).
 // Constraints: any shape; an sm_90 GPU; transposed or unaligned operands are packed first.
 #include "cuda/common/wgmma_launch.cuh"
 
@@ -17,6 +18,12 @@ using Tf32Wgmma256x128 = WgmmaPersistentConfig<256, WgmmaMath::tf32>;
 
 void launch_tf32_wgmma_256x128(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
     launch_wgmma_persistent<Tf32Wgmma256x128>(p, stream, ws, "tf32_wgmma_256x128");
+}
+
+// Few tiles, long K: split-K. A 256 x 128 x 32 k-tile takes about a twelfth of the time
+// that writing and adding its partial tile costs the whole GPU per SM (plan_split_k).
+void launch_tf32_wgmma_256x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_split_k<Tf32Wgmma256x128>(p, stream, ws, "tf32_wgmma_256x128_splitk", 12.0);
 }
 
 }  // namespace cuda

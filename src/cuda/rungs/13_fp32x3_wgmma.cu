@@ -12,6 +12,7 @@
 // Non-finite inputs, which the split cannot carry, leave non-finite accumulators; those
 // parts of C go to a plain FP32 kernel (nonfinite.cuh). What was tried and not kept:
 // docs/cuda-notes.md#fp32x3-design.
+// Variant _splitk: every tile's k range in splits, summed and checked by reduce_split_k.
 // Constraints: any shape; an sm_90 GPU.
 #include "cuda/common/wgmma_launch.cuh"
 
@@ -22,6 +23,12 @@ using Fp32x3Wgmma128x128 = WgmmaPersistentConfig<128, WgmmaMath::fp32x3>;
 
 void launch_fp32x3_wgmma_128x128(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
     launch_wgmma_persistent<Fp32x3Wgmma128x128>(p, stream, ws, "fp32x3_wgmma_128x128");
+}
+
+// Few tiles, long K: split-K, the sums checked for non-finite values by the reduction
+// (split_k.cuh). A partial tile costs about four of this kernel's k-tiles.
+void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_split_k<Fp32x3Wgmma128x128>(p, stream, ws, "fp32x3_wgmma_128x128_splitk", 4.0);
 }
 
 }  // namespace cuda
