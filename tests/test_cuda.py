@@ -43,7 +43,8 @@ def _skip_without_cublas():
 
 
 def _constrained_shape(info, base=(96, 80, 40)):
-    """The smallest shape >= base that satisfies the kernel's multiple_of rules."""
+    """The smallest shape >= base that satisfies the kernel's multiple_of rules, with its
+    at_most rules applied as caps."""
     dims = dict(zip("MNK", base))
     for c in info.constraints:
         text = str(c)
@@ -51,6 +52,20 @@ def _constrained_shape(info, base=(96, 80, 40)):
             if text.startswith(f"{d} %"):
                 m = int(text.split("%")[1].split("==")[0])
                 dims[d] = (dims[d] + m - 1) // m * m
+            elif text.startswith(f"{d} <="):
+                dims[d] = min(dims[d], int(text.split("<=")[1]))
+    return dims["M"], dims["N"], dims["K"]
+
+
+def _violating_shape(info, M, N, K):
+    """(M, N, K) changed so that the kernel's first rule fails: one past an at_most bound,
+    or one more than a multiple."""
+    dims = dict(zip("MNK", (M, N, K)))
+    text = str(info.constraints[0])
+    if "<=" in text:
+        dims[text[0]] = int(text.split("<=")[1]) + 1
+    else:
+        dims[text[0]] += 1
     return dims["M"], dims["N"], dims["K"]
 
 
@@ -128,8 +143,9 @@ def test_kernel_matches_float64(rng, name):
     assert_matches(C, reference(A, B), info.precision, K, name)
 
 
+SPLIT_K = ["async_tma_128x256_splitk", "tf32_wgmma_256x128_splitk", "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
-             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128"]
+             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128"] + SPLIT_K
 
 
 @needs_gpu
@@ -168,8 +184,9 @@ def test_tiled_kernels_alpha_beta_and_constraints(rng, name):
     C = C0.copy()
     fastgemm.sgemm(A, B, C, alpha=0.5, beta=2.0, kernel=name, backend="cuda")
     assert_matches(C, reference(A, B, C0, 0.5, 2.0), info.precision, K, name)
+    Mx, Nx, Kx = _violating_shape(info, M, N, K)
     with pytest.raises((ConstraintError, ValueError)):
-        fastgemm.sgemm(rand(rng, M + 1, K), B, kernel=name, backend="cuda")
+        fastgemm.sgemm(rand(rng, Mx, Kx), rand(rng, Kx, Nx), kernel=name, backend="cuda")
 
 
 @needs_gpu
@@ -471,6 +488,120 @@ def test_fp32x3_at_least_as_accurate_as_cublas(rng):
         err[name] = np.linalg.norm(C - ref) / np.linalg.norm(ref)
     assert err["fp32x3_wgmma_128x128"] <= 2 * err["cublas"], err
     assert err["tf32_wgmma_256x128"] > 10 * err["fp32x3_wgmma_128x128"], err  # the split does buy accuracy
+
+
+# --- split-K (split_k.cuh) and skinny (14_skinny.cu) ---------------------------------
+
+# K-heavy and mid-size shapes where the tiles cannot fill 132 SMs, so the split-K
+# variants do split (2 to 64 ways), with ragged tiles in m, n and k and prime sizes.
+SPLIT_SHAPES = [(256, 256, 16384), (97, 131, 12289), (1024, 1024, 1024), (513, 769, 2047), (7, 300, 9001),
+                (1, 1, 70000)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SPLIT_K)
+@pytest.mark.parametrize("M,N,K", SPLIT_SHAPES)
+def test_split_k_variants(rng, name, M, N, K):
+    check_scaled_then_poisoned(rng, name, M, N, K, False, -0.75, 1.5, poisoned_calls=1)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SPLIT_K)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_split_k_transposes(rng, name, ta, tb):
+    M, N, K = 300, 260, 8191
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B = rand(rng, N, K) if tb else rand(rng, K, N)
+    C0 = rand(rng, M, N)
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=2.0, beta=-0.5, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 2.0, -0.5, ta, tb), KERNELS[name].precision, K, f"{name} {ta} {tb}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SPLIT_K + ["skinny_m64", "skinny_n64"])
+def test_split_reductions_are_deterministic(rng, name):
+    """The partial slabs are added in split order for every element: the same inputs give
+    the same bits, call after call."""
+    M, N, K = (16, 1000, 30000) if name == "skinny_m64" else (1000, 16, 30000) if name == "skinny_n64" \
+        else (200, 300, 30000)
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    first = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
+    for _ in range(3):
+        np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=name, backend="cuda"), first)
+    assert_matches(first, reference(A, B), KERNELS[name].precision, K, name)
+
+
+@needs_gpu
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
+def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta):
+    """fp32x3's split-K reduction lists the 64 x 64 regions whose sums are not finite for
+    the IEEE fallback, which must still see the C it was given (beta != 0)."""
+    M, N, K = 300, 260, 4000  # 9 tiles of 128 x 128: split about 14 ways
+    A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
+    A[5, 7] = np.inf
+    A[170, 3000] = np.nan
+    B[11, 40] = -np.inf
+    B[9, :] = 0.0
+    A[230, 9] = np.inf  # meets the zero row of B: row 230 of C is NaN
+    A[100, 2500] = np.float32(3.4028e38)  # finite, but its TF32 big part is not
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma_128x128_splitk", backend="cuda")
+    ref = ieee_reference(A, B, C0, alpha, beta, False, False)
+    for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
+        assert np.array_equal(test(C), test(ref)), f"{what} pattern differs"
+    finite = np.isfinite(ref)
+    assert_matches(C[finite], ref[finite], "fp32x3", K, "fp32x3 split-K around non-finite inputs")
+
+
+# (M, N, K): one small side (1 to 64, with the 4 / 16 tile boundaries), the other large
+# or ragged, K from 1 to many splits.
+SKINNY_M = [(1, 1, 1), (1, 4099, 4096), (3, 1000, 517), (4, 4096, 1), (5, 257, 4099), (16, 4096, 4096),
+            (17, 33, 65), (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
+
+
+def _skinny_shapes(name):
+    return SKINNY_M if name == "skinny_m64" else [(n, m, k) for m, n, k in SKINNY_M]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_skinny_shapes_and_transposes(rng, name, ta, tb):
+    """Every transpose: both layouts of the big operand (rows along k, the x @ W^T case,
+    and rows along the large dimension), beta != 0 and then poisoned C."""
+    for M, N, K in _skinny_shapes(name):
+        A = rand(rng, K, M) if ta else rand(rng, M, K)
+        B = rand(rng, N, K) if tb else rand(rng, K, N)
+        C0 = rand(rng, M, N)
+        C = C0.copy()
+        what = f"{name} {M}x{N}x{K} ta={ta} tb={tb}"
+        fastgemm.sgemm(A, B, C, alpha=0.5, beta=1.5, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, C0, 0.5, 1.5, ta, tb), "fp32", K, what)
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        fastgemm.sgemm(A, B, C, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta, tb), "fp32", K, what + " poisoned")
+
+
+@needs_gpu
+@pytest.mark.parametrize("tb", [True, False])
+def test_skinny_on_unaligned_device_rows(tb):
+    """Device arrays as a framework hands them: W offset by one float and with an odd
+    row pitch, so the big operand cannot be read in 16-byte loads (the scalar path)."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(11)
+    M, N, K = 5, 1031, 777
+    x = torch.rand((M, K), device="cuda", generator=g) * 2 - 1
+    rows, cols = (N, K) if tb else (K, N)
+    W = (torch.rand((rows, cols + 3), device="cuda", generator=g) * 2 - 1)[:, 1:cols + 1]
+    C = torch.full((M, N), float("nan"), device="cuda")
+    name = _fastgemm.cuda_sgemm("skinny_m64", M, N, K, x.data_ptr(), x.stride(0), W.data_ptr(), W.stride(0),
+                                C.data_ptr(), C.stride(0), False, tb, 1.0, 0.0,
+                                torch.cuda.current_stream().cuda_stream, C.device.index)
+    torch.cuda.synchronize()
+    assert name == "skinny_m64"
+    ref = x.double() @ (W.double().t() if tb else W.double())
+    assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32", K, f"unaligned W, trans_b={tb}")
 
 
 # --- host arrays: the single-call path (direct_call.hpp) ----------------------------

@@ -48,6 +48,8 @@ void launch_tf32_wgmma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_tf32_wgmma_256x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_fp32x3_wgmma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/13_fp32x3_wgmma.cu
 void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_skinny_m64(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/14_skinny.cu
+void launch_skinny_n64(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_cublas(const DeviceOperands&, cudaStream_t, Workspace&);  // cublas_baseline.cpp
 void launch_cublas_tf32(const DeviceOperands&, cudaStream_t, Workspace&);
 

@@ -31,10 +31,15 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int i = 0; i < kPasses; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
         const float* base = partial + m_first * ld + n;
+        // Rows and columns outside C are not read (a skinny C fills a sliver of its slab).
+        bool inside[kPasses];
+#pragma unroll
+        for (int i = 0; i < kPasses; ++i) inside[i] = n < N && m_first + kRowsPerPass * i < M;
 #pragma unroll 2
         for (int s = 0; s < splits; ++s) {
 #pragma unroll
             for (int i = 0; i < kPasses; ++i) {
+                if (!inside[i]) continue;
                 // Streaming loads: each partial is read once.
                 const float4 v = __ldcs(reinterpret_cast<const float4*>(base + int64_t(s) * slab +
                                                                          int64_t(kRowsPerPass) * i * ld));
