@@ -1,12 +1,16 @@
 """benchmarks/cuda_targets.py: the cuda backend's H200 targets judged on one ladder run's
-rows (made up here, shaped as cuda_ladder.py builds them), so no GPU is needed."""
+rows (made up here, shaped as cuda_ladder.py builds them), so no GPU is needed; and
+benchmarks/cuda_shapes.py's suite, summaries and behaviour without a GPU."""
 
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+import cuda_shapes  # noqa: E402
 import cuda_targets  # noqa: E402
 
 LADDER = ["cublas", "cublas_tf32", "naive", "async_tma_128x256", "async_tma_256x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128"]
@@ -105,3 +109,70 @@ def test_the_whole_ladder_target_needs_every_rung_verified(change, problem):
 def test_the_whole_ladder_target_needs_the_run_within_ten_minutes():
     assert verdicts(run(), wall_s=599.0)[(cuda_targets.WHOLE_LADDER, 4096)].met
     assert verdicts(run(), wall_s=601.0)[(cuda_targets.WHOLE_LADDER, 4096)].met is False
+
+
+# --- benchmarks/cuda_shapes.py -------------------------------------------------------
+
+def test_shape_suite_covers_what_users_call():
+    full, quick = cuda_shapes.suite(), cuda_shapes.suite(quick=True)
+    labels = [s.label for s in full]
+    assert len(labels) == len(set(labels)), "labels name rows in tables and JSON: unique"
+    assert {s.label for s in quick} < set(labels)
+    cats = {s.category for s in full}
+    assert {"inference", "training", "K-heavy", "tall-skinny", "square", "odd"} <= cats
+    assert {s.op for s in full} == {"NN", "NT", "TN", "TT"}
+    ms = [s.M for s in full if s.category == "inference"]
+    assert min(ms) == 1 and max(ms) == 8192, "tokens from 1 to 8192"
+    assert all(1 <= s.N <= 16384 and 1 <= s.K <= 65536 for s in full)
+    assert any(s.memory_bound for s in full) and any(not s.memory_bound for s in full)
+    # PyTorch Linear's layout, W stored N x K: x @ W^T is trans_b.
+    assert all(s.trans_b and not s.trans_a for s in full if s.label.startswith(("decode", "prefill")))
+    # primes and off-by-one sizes
+    assert any(s.M % 2 and s.N % 2 and s.K % 2 for s in full if s.category == "odd")
+
+
+def _row(label, **ratios):
+    base = dict.fromkeys(cuda_shapes.RATIOS)
+    base.update(ratios)
+    return dict(label=label, ratios=base, pct_copy_bw=None)
+
+
+def test_shape_summary_geomeans_and_worst():
+    rows = [_row("a", auto_vs_torch=2.0, strict_vs_cublas=1.1), _row("b", auto_vs_torch=0.5),
+            _row("c", auto_vs_torch=4.0, strict_vs_cublas=0.9)]
+    rows[1]["pct_copy_bw"] = 71.0
+    s = cuda_shapes.summarize(rows, worst=2)
+    assert s["auto_vs_torch"]["geomean"] == pytest.approx((2.0 * 0.5 * 4.0) ** (1 / 3))
+    assert [w["label"] for w in s["auto_vs_torch"]["worst"]] == ["b", "a"]
+    assert s["strict_vs_cublas"]["shapes"] == 2 and s["strict_vs_cublas"]["worst"][0]["label"] == "c"
+    assert s["tf32_vs_cublas_tf32"] == dict(geomean=None, shapes=0, worst=[])
+    assert s["memory_bound_pct_copy_bw"]["min"] == 71.0
+
+
+def test_shape_ratios_are_other_over_ours():
+    res = dict(cublas=dict(ms=2.0), best_fp32=dict(ms=1.0), torch=dict(ms=3.0), auto_torch=dict(ms=6.0),
+               numpy=dict(ms=10.0), torch_copy=dict(ms=4.0), numpy_fastgemm=dict(ms=5.0))
+    x = cuda_shapes.row_ratios(res)
+    assert x["strict_vs_cublas"] == 2.0 and x["auto_vs_torch"] == 0.5
+    assert x["numpy_vs_best_host"] == pytest.approx(0.8)  # the faster host library: torch copy, 4 ms
+    assert x["tf32_vs_cublas_tf32"] is None
+
+
+def _cuda_usable():
+    import fastgemm
+    from fastgemm import _fastgemm
+
+    return bool(getattr(_fastgemm, "built_with_cuda", False)) and next(
+        b for b in fastgemm.backends() if b.name == "cuda").available
+
+
+def test_shape_suite_without_a_gpu_says_why_in_one_line():
+    if _cuda_usable():
+        pytest.skip("a CUDA GPU is usable here: the no-GPU message cannot be reached")
+    p = subprocess.run([sys.executable, str(BENCHMARKS / "cuda_shapes.py"), "--quick"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cuda_shapes: "), p.stdout
+    assert "cuda" in lines[0].lower() or "GPU" in lines[0]
+    assert p.stderr == ""
