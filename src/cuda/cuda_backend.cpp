@@ -203,8 +203,12 @@ private:
 
 void register_cuda_backend(Registry& r) {
     r.add_backend(std::make_unique<cuda::CudaBackend>());
-    // sm_90a rungs cannot launch elsewhere: keep them out of kernel="auto" there.
-    const bool sm90 = cuda::unavailable_reason().empty() && cuda::device_is_sm90();
+    // sm_90a rungs cannot launch elsewhere, and the baselines need cuBLAS: keep them out
+    // of kernel="auto" where they cannot run.
+    const bool usable = cuda::unavailable_reason().empty();
+    const bool sm90 = usable && cuda::device_is_sm90();
+    bool cublas_ok = false;
+    if (usable) cuda::cublas_status(&cublas_ok);
     for (const auto& e : cuda::ladder()) {
         KernelInfo info;
         info.name = e.name;
@@ -229,7 +233,7 @@ void register_cuda_backend(Registry& r) {
         if (e.bench_flops_cap > 0) info.bench_flops_cap = e.bench_flops_cap;
         // The selection policy admits a candidate only when the caller's accuracy allows
         // its precision class (a tf32 kernel needs precision="tf32").
-        info.auto_candidate = e.auto_candidate && (e.min_sm != 90 || sm90);
+        info.auto_candidate = e.auto_candidate && (e.min_sm != 90 || sm90) && (!e.baseline || cublas_ok);
         r.add_kernel(std::make_unique<cuda::CudaKernel>(std::move(info), e));
     }
 }
