@@ -43,7 +43,8 @@ def _skip_without_cublas():
 
 
 def _constrained_shape(info, base=(96, 80, 40)):
-    """The smallest shape >= base that satisfies the kernel's multiple_of rules."""
+    """The smallest shape >= base that satisfies the kernel's multiple_of rules, with its
+    at_most rules applied as caps."""
     dims = dict(zip("MNK", base))
     for c in info.constraints:
         text = str(c)
@@ -51,6 +52,20 @@ def _constrained_shape(info, base=(96, 80, 40)):
             if text.startswith(f"{d} %"):
                 m = int(text.split("%")[1].split("==")[0])
                 dims[d] = (dims[d] + m - 1) // m * m
+            elif text.startswith(f"{d} <="):
+                dims[d] = min(dims[d], int(text.split("<=")[1]))
+    return dims["M"], dims["N"], dims["K"]
+
+
+def _violating_shape(info, M, N, K):
+    """(M, N, K) changed so that the kernel's first rule fails: one past an at_most bound,
+    or one more than a multiple."""
+    dims = dict(zip("MNK", (M, N, K)))
+    text = str(info.constraints[0])
+    if "<=" in text:
+        dims[text[0]] = int(text.split("<=")[1]) + 1
+    else:
+        dims[text[0]] += 1
     return dims["M"], dims["N"], dims["K"]
 
 
@@ -68,15 +83,54 @@ def test_status_says_why_when_unavailable():
 
 def test_registry_lists_ladder_and_baselines():
     names = set(KERNELS)
-    for n in ("naive", "coalesced", "smem_tiling", "blocktile_1d", "blocktile_2d", "vectorized",
-              "bank_conflict_free", "warptiling", "async_multistage", "async_tma", "tf32_mma_sync", "tf32_wgmma",
-              "fp32x3_wgmma", "cublas", "cublas_tf32"):
+    for n in ("naive", "coalesced", "smem_tiling_32x32", "blocktile_1d_64x64", "blocktile_2d_128x128",
+              "vectorized_128x128", "bank_conflict_free_128x128", "warptiling_128x128", "async_multistage_128x128",
+              "async_tma_128x256", "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128",
+              "cublas", "cublas_tf32"):
         assert n in names
     assert KERNELS["cublas"].baseline and KERNELS["cublas_tf32"].baseline
-    assert KERNELS["fp32x3_wgmma"].precision == "fp32x3"
-    assert KERNELS["tf32_wgmma"].precision == "tf32"
-    # tf32 changes the precision contract: never picked by kernel="auto".
-    assert not KERNELS["tf32_wgmma"].auto_candidate and not KERNELS["tf32_mma_sync"].auto_candidate
+    assert KERNELS["fp32x3_wgmma_128x128"].precision == "fp32x3"
+    assert KERNELS["tf32_wgmma_256x128"].precision == "tf32"
+
+
+def test_auto_candidates_include_the_baselines_and_no_teaching_rung():
+    """kernel="auto" is never slower than the vendor call it replaces: both cuBLAS modes are
+    candidates wherever cuBLAS loads (the accuracy request decides which may run). Rungs
+    1-8 never win."""
+    if _gpu_reason() is None and _cublas_ok():
+        assert KERNELS["cublas"].auto_candidate and KERNELS["cublas_tf32"].auto_candidate
+    else:  # they cannot run here, so "auto" must not time them
+        assert not KERNELS["cublas"].auto_candidate and not KERNELS["cublas_tf32"].auto_candidate
+    assert KERNELS["tf32_mma_sync_128x128"].auto_candidate  # admitted only for precision="tf32"
+    for name, k in KERNELS.items():
+        if 1 <= k.ladder_step <= 8:
+            assert not k.auto_candidate, name
+    # sm_90a kernels are candidates only where they can launch.
+    hopper = [k for k in KERNELS.values() if "sm_90a" in (k.isa or "")]
+    assert hopper
+    if _gpu_reason() is not None:
+        assert not any(k.auto_candidate for k in hopper)
+
+
+def test_device_call_rejects_an_unknown_precision():
+    from fastgemm import cuda
+    from fastgemm.errors import NotFoundError
+
+    A = np.ones((2, 2), np.float32)
+    with pytest.raises(NotFoundError, match="precision 'fp16'"):
+        cuda.sgemm(A, A, precision="fp16")
+    with pytest.raises(NotFoundError, match="precision 'fp64'"):
+        _fastgemm.cuda_sgemm("auto", 2, 2, 2, 0, 2, 0, 2, 0, 2, False, False, 1.0, 0.0, precision="fp64")
+
+
+def test_device_call_without_a_gpu_says_why():
+    if _gpu_reason() is None:
+        pytest.skip("a CUDA GPU is usable here: the unavailable path cannot be reached")
+    from fastgemm.errors import BackendUnavailableError
+
+    for precision in ("fp32", "strict", "tf32"):
+        with pytest.raises(BackendUnavailableError, match="cuda"):
+            _fastgemm.cuda_sgemm("auto", 2, 2, 2, 0, 2, 0, 2, 0, 2, False, False, 1.0, 0.0, precision=precision)
 
 
 @needs_gpu
@@ -93,8 +147,9 @@ def test_kernel_matches_float64(rng, name):
     assert_matches(C, reference(A, B), info.precision, K, name)
 
 
-ANY_SHAPE = ["naive", "coalesced", "smem_tiling", "async_tma", "async_tma_256x128", "async_tma_128x128",
-             "tf32_mma_sync", "tf32_wgmma", "fp32x3_wgmma"]
+SPLIT_K = ["async_tma_128x256_splitk", "tf32_wgmma_256x128_splitk", "fp32x3_wgmma_128x128_splitk"]
+ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
+             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128"] + SPLIT_K
 
 
 @needs_gpu
@@ -133,8 +188,9 @@ def test_tiled_kernels_alpha_beta_and_constraints(rng, name):
     C = C0.copy()
     fastgemm.sgemm(A, B, C, alpha=0.5, beta=2.0, kernel=name, backend="cuda")
     assert_matches(C, reference(A, B, C0, 0.5, 2.0), info.precision, K, name)
+    Mx, Nx, Kx = _violating_shape(info, M, N, K)
     with pytest.raises((ConstraintError, ValueError)):
-        fastgemm.sgemm(rand(rng, M + 1, K), B, kernel=name, backend="cuda")
+        fastgemm.sgemm(rand(rng, Mx, Kx), rand(rng, Kx, Nx), kernel=name, backend="cuda")
 
 
 @needs_gpu
@@ -196,7 +252,7 @@ def test_fp32x3_nonfinite_inputs_with_stream_k_tail_and_beta(rng, alpha, beta):
     B[9, :] = 0.0
     A[1200, 9] = np.inf               # meets the zero row of B: row 1200 of C is NaN
     C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma", backend="cuda")
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma_128x128", backend="cuda")
     ref = ieee_reference(A, B, C0, alpha, beta, False, False)
     for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
         assert np.array_equal(test(C), test(ref)), f"{what} pattern differs"
@@ -220,7 +276,7 @@ def test_fp32x3_values_near_float_max(rng):
     B[7, 9] = -near_max
     A[:, 7] *= 0.25                  # column 9 of C: up to ~0.9e38
     C = np.full((M, N), np.nan, dtype=np.float32)
-    fastgemm.sgemm(A, B, C, kernel="fp32x3_wgmma", backend="cuda")
+    fastgemm.sgemm(A, B, C, kernel="fp32x3_wgmma_128x128", backend="cuda")
     ref = ieee_reference(A, B, None, 1.0, 0.0, False, False)
     assert np.all(np.isfinite(ref))
     huge = np.zeros((M, N), dtype=bool)
@@ -254,7 +310,7 @@ def test_tf32_wgmma_rounds_both_operands_to_nearest(side):
                       (1 + 1.5 * ulp, 1 + 2 * ulp), (-(1 + 1.5 * ulp), -(1 + 2 * ulp))]:
         A, B = np.ones((70, K), np.float32), np.ones((K, 90), np.float32)
         (A if side == "A" else B)[:] = np.float32(v)
-        C = fastgemm.sgemm(A, B, kernel="tf32_wgmma", backend="cuda")
+        C = fastgemm.sgemm(A, B, kernel="tf32_wgmma_256x128", backend="cuda")
         np.testing.assert_array_equal(C, np.float32(K * expect), err_msg=f"{side} = {v!r}")
 
 
@@ -265,7 +321,7 @@ def test_tf32_wgmma_is_the_product_of_rounded_operands(rng, ta):
     accumulation differs (~1e-6); truncating either operand would leave ~4e-4."""
     M, N, K = 300, 260, 1000
     A, B = rand(rng, M, K), rand(rng, K, N)
-    C = fastgemm.sgemm(np.ascontiguousarray(A.T) if ta else A, B, trans_a=ta, kernel="tf32_wgmma", backend="cuda")
+    C = fastgemm.sgemm(np.ascontiguousarray(A.T) if ta else A, B, trans_a=ta, kernel="tf32_wgmma_256x128", backend="cuda")
     ref = reference(_round_tf32(A), _round_tf32(B))
     assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 2e-5
     assert_matches(C, reference(A, B), "tf32", K, "against the unrounded operands")
@@ -286,13 +342,13 @@ def test_fp32x3_ties_split_exactly(rng, operand):
         A = _tf32_tie(A)
     ref = reference(A, B)
     if operand == "A transposed":
-        C = fastgemm.sgemm(np.ascontiguousarray(A.T), B, trans_a=True, kernel="fp32x3_wgmma", backend="cuda")
+        C = fastgemm.sgemm(np.ascontiguousarray(A.T), B, trans_a=True, kernel="fp32x3_wgmma_128x128", backend="cuda")
     elif operand == "A unaligned":
         wide = np.zeros((M, K + 1), np.float32)
         wide[:, :K] = A
-        C = fastgemm.sgemm(wide[:, :K], B, kernel="fp32x3_wgmma", backend="cuda")
+        C = fastgemm.sgemm(wide[:, :K], B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     else:
-        C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+        C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     assert_matches(C, ref, "fp32x3", K, f"ties in {operand}")
 
 
@@ -311,7 +367,7 @@ def test_fp32x3_values_near_the_ends_of_the_range(rng, case, scale_a, scale_b):
     M, N, K = 260, 200, 300
     A = (rand(rng, M, K) * np.float32(scale_a)).astype(np.float32)
     B = (rand(rng, K, N) * np.float32(scale_b)).astype(np.float32)
-    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     assert_matches(C, reference(A, B), "fp32x3", K, case)
 
 
@@ -323,7 +379,7 @@ def test_fp32x3_one_tiny_row_and_column(rng):
     A, B = rand(rng, M, K), rand(rng, K, N)
     A[11, :] *= np.float32(2.0 ** -125)
     B[:, 17] *= np.float32(2.0 ** -125)
-    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma", backend="cuda")
+    C = fastgemm.sgemm(A, B, kernel="fp32x3_wgmma_128x128", backend="cuda")
     ref = np.asarray(reference(A, B))
     assert_matches(C[11:12], ref[11:12], "fp32x3", K, "tiny row of A")
     assert_matches(C[:, 17:18], ref[:, 17:18], "fp32x3", K, "tiny column of B")
@@ -346,7 +402,7 @@ def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_cal
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["tf32_wgmma", "fp32x3_wgmma", "async_tma", "async_tma_128x128"])
+@pytest.mark.parametrize("name", ["tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "async_tma_128x256", "async_tma_128x128"])
 @pytest.mark.parametrize("M,N,K,ta", [(2100, 2000, 97, False), (2300, 1999, 130, True)])
 def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
     # More output tiles than an H200 has SMs (132), so blocks of the persistent kernel
@@ -357,16 +413,16 @@ def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
 
 @needs_gpu
 @pytest.mark.parametrize("name,M,N,K,ta", [
-    ("fp32x3_wgmma", 1536, 1536, 1000, False),  # 144 tiles of 128x128: 12 in the tail, ~11 segments each
-    ("fp32x3_wgmma", 1500, 1700, 333, False),   # 168 ragged tiles: 36 in the tail, 11 k-tiles each
-    ("tf32_wgmma", 2000, 2100, 1100, False),    # 136 tiles of 256x128: 4 in the tail, ~1 k-tile per block
-    ("tf32_wgmma", 3000, 2100, 512, False),     # 204 tiles: 72 in the tail (over half: kept whole)
+    ("fp32x3_wgmma_128x128", 1536, 1536, 1000, False),  # 144 tiles of 128x128: 12 in the tail, ~11 segments each
+    ("fp32x3_wgmma_128x128", 1500, 1700, 333, False),   # 168 ragged tiles: 36 in the tail, 11 k-tiles each
+    ("tf32_wgmma_256x128", 2000, 2100, 1100, False),    # 136 tiles of 256x128: 4 in the tail, ~1 k-tile per block
+    ("tf32_wgmma_256x128", 3000, 2100, 512, False),     # 204 tiles: 72 in the tail (over half: kept whole)
     ("async_tma_128x128", 2000, 2100, 1100, False),  # 272 tiles, two blocks per SM: 8 in the tail
     ("async_tma_128x128", 3000, 2100, 512, False),   # 408 ragged tiles: 144 in the tail, 2-3 segments each
     ("async_tma_128x128", 2300, 1999, 330, True),    # 288 tiles, A^T given: 24 in the tail, one k-tile per block
 ])
 def test_stream_k_tail(rng, name, M, N, K, ta):
-    # On a 132-SM H200 the last round of these shapes (but the fourth) is dealt out by
+    # On a 132-SM H200 the last round of these shapes (but 3000x2100x512 on tf32) is dealt out by
     # k-tiles in a second kernel (stream_k.cuh): segments park partial tiles and the block
     # finishing a tile's last segment sums them; async_tma_128x128's tail kernel also
     # re-arms its barriers between a block's two segments. Any GPU: the result must be
@@ -376,7 +432,7 @@ def test_stream_k_tail(rng, name, M, N, K, ta):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["async_tma", "async_tma_256x128"])
+@pytest.mark.parametrize("name", ["async_tma_128x256", "async_tma_256x128"])
 @pytest.mark.parametrize("M,N,K,ta", [
     (2148, 4146, 700, False),  # 289 ragged tiles (297 at 256x128): the last 41 (49) cut in two k-segments
     (4000, 4000, 520, True),   # 512 tiles, A^T given: the last 32 in two segments each
@@ -399,6 +455,31 @@ def test_auto_picks_an_fp32_accurate_kernel(rng):
     assert_matches(C, reference(A, B), "fp32x3", 200, "auto")
 
 
+ALLOWED = {"fp32": {"fp32", "fp32x3"}, "strict": {"fp32"}, "tf32": {"fp32", "fp32x3", "tf32"}}
+
+
+@needs_gpu
+@pytest.mark.parametrize("precision", sorted(ALLOWED))
+@pytest.mark.parametrize("M,N,K,ta,tb", [(1, 4096, 4096, False, True), (257, 255, 4099, True, False),
+                                         (128, 128, 65536, False, False), (1024, 1024, 1024, True, True)])
+def test_device_auto_stays_within_the_precision_asked_for(precision, M, N, K, ta, tb):
+    """kernel="auto" on device pointers goes through the core's selection policy with the
+    caller's accuracy request: the kernel it names is of an allowed class, and the result
+    meets that class's tolerance."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+    A = torch.rand((K, M) if ta else (M, K), device="cuda", generator=g) * 2 - 1
+    B = torch.rand((N, K) if tb else (K, N), device="cuda", generator=g) * 2 - 1
+    C = torch.full((M, N), float("nan"), device="cuda")
+    name = _fastgemm.cuda_sgemm("auto", M, N, K, A.data_ptr(), A.stride(0), B.data_ptr(), B.stride(0),
+                                C.data_ptr(), C.stride(0), ta, tb, 1.0, 0.0,
+                                torch.cuda.current_stream().cuda_stream, C.device.index, precision)
+    torch.cuda.synchronize()
+    assert KERNELS[name].precision in ALLOWED[precision], (precision, name)
+    ref = (A.double().t() if ta else A.double()) @ (B.double().t() if tb else B.double())
+    assert_matches(C.cpu().numpy(), ref.cpu().numpy(), KERNELS[name].precision, K, f"auto -> {name}")
+
+
 @needs_gpu
 def test_fp32x3_at_least_as_accurate_as_cublas(rng):
     _skip_without_cublas()
@@ -406,11 +487,184 @@ def test_fp32x3_at_least_as_accurate_as_cublas(rng):
     A, B = rand(rng, M, K), rand(rng, K, N)
     ref = reference(A, B)
     err = {}
-    for name in ("cublas", "fp32x3_wgmma", "tf32_wgmma"):
+    for name in ("cublas", "fp32x3_wgmma_128x128", "tf32_wgmma_256x128"):
         C = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
         err[name] = np.linalg.norm(C - ref) / np.linalg.norm(ref)
-    assert err["fp32x3_wgmma"] <= 2 * err["cublas"], err
-    assert err["tf32_wgmma"] > 10 * err["fp32x3_wgmma"], err  # the split does buy accuracy
+    assert err["fp32x3_wgmma_128x128"] <= 2 * err["cublas"], err
+    assert err["tf32_wgmma_256x128"] > 10 * err["fp32x3_wgmma_128x128"], err  # the split does buy accuracy
+
+
+# --- split-K (split_k.cuh) and skinny (14_skinny.cu) ---------------------------------
+
+# K-heavy and mid-size shapes where the tiles cannot fill 132 SMs, so the split-K
+# variants do split (2 to 64 ways), with ragged tiles in m, n and k and prime sizes.
+SPLIT_SHAPES = [(256, 256, 16384), (97, 131, 12289), (1024, 1024, 1024), (513, 769, 2047), (7, 300, 9001),
+                (1, 1, 70000)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SPLIT_K)
+@pytest.mark.parametrize("M,N,K", SPLIT_SHAPES)
+def test_split_k_variants(rng, name, M, N, K):
+    check_scaled_then_poisoned(rng, name, M, N, K, False, -0.75, 1.5, poisoned_calls=1)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SPLIT_K)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_split_k_transposes(rng, name, ta, tb):
+    M, N, K = 300, 260, 8191
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B = rand(rng, N, K) if tb else rand(rng, K, N)
+    C0 = rand(rng, M, N)
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=2.0, beta=-0.5, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 2.0, -0.5, ta, tb), KERNELS[name].precision, K, f"{name} {ta} {tb}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SPLIT_K + ["skinny_m64", "skinny_n64"])
+def test_split_reductions_are_deterministic(rng, name):
+    """The partial slabs are added in split order for every element: the same inputs give
+    the same bits, call after call."""
+    M, N, K = (16, 1000, 30000) if name == "skinny_m64" else (1000, 16, 30000) if name == "skinny_n64" \
+        else (200, 300, 30000)
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    first = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
+    for _ in range(3):
+        np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=name, backend="cuda"), first)
+    assert_matches(first, reference(A, B), KERNELS[name].precision, K, name)
+
+
+@needs_gpu
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
+def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta):
+    """fp32x3's split-K reduction lists the 64 x 64 regions whose sums are not finite for
+    the IEEE fallback, which must still see the C it was given (beta != 0)."""
+    M, N, K = 300, 260, 4000  # 9 tiles of 128 x 128: split about 14 ways
+    A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
+    A[5, 7] = np.inf
+    A[170, 3000] = np.nan
+    B[11, 40] = -np.inf
+    B[9, :] = 0.0
+    A[230, 9] = np.inf  # meets the zero row of B: row 230 of C is NaN
+    A[100, 2500] = np.float32(3.4028e38)  # finite, but its TF32 big part is not
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma_128x128_splitk", backend="cuda")
+    ref = ieee_reference(A, B, C0, alpha, beta, False, False)
+    for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
+        assert np.array_equal(test(C), test(ref)), f"{what} pattern differs"
+    finite = np.isfinite(ref)
+    assert_matches(C[finite], ref[finite], "fp32x3", K, "fp32x3 split-K around non-finite inputs")
+
+
+# (M, N, K): one small side (1 to 64, with the 4 / 16 tile boundaries), the other large
+# or ragged, K from 1 to many splits.
+SKINNY_M = [(1, 1, 1), (1, 4099, 4096), (3, 1000, 517), (4, 4096, 1), (5, 257, 4099), (16, 4096, 4096),
+            (17, 33, 65), (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
+
+
+def _skinny_shapes(name):
+    return SKINNY_M if name == "skinny_m64" else [(n, m, k) for m, n, k in SKINNY_M]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_skinny_shapes_and_transposes(rng, name, ta, tb):
+    """Every transpose: both layouts of the big operand (rows along k, the x @ W^T case,
+    and rows along the large dimension), beta != 0 and then poisoned C."""
+    for M, N, K in _skinny_shapes(name):
+        A = rand(rng, K, M) if ta else rand(rng, M, K)
+        B = rand(rng, N, K) if tb else rand(rng, K, N)
+        C0 = rand(rng, M, N)
+        C = C0.copy()
+        what = f"{name} {M}x{N}x{K} ta={ta} tb={tb}"
+        fastgemm.sgemm(A, B, C, alpha=0.5, beta=1.5, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, C0, 0.5, 1.5, ta, tb), "fp32", K, what)
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        fastgemm.sgemm(A, B, C, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta, tb), "fp32", K, what + " poisoned")
+
+
+@needs_gpu
+@pytest.mark.parametrize("tb", [True, False])
+def test_skinny_on_unaligned_device_rows(tb):
+    """Device arrays as a framework hands them: W offset by one float and with an odd
+    row pitch, so the big operand cannot be read in 16-byte loads (the scalar path)."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(11)
+    M, N, K = 5, 1031, 777
+    x = torch.rand((M, K), device="cuda", generator=g) * 2 - 1
+    rows, cols = (N, K) if tb else (K, N)
+    W = (torch.rand((rows, cols + 3), device="cuda", generator=g) * 2 - 1)[:, 1:cols + 1]
+    C = torch.full((M, N), float("nan"), device="cuda")
+    name = _fastgemm.cuda_sgemm("skinny_m64", M, N, K, x.data_ptr(), x.stride(0), W.data_ptr(), W.stride(0),
+                                C.data_ptr(), C.stride(0), False, tb, 1.0, 0.0,
+                                torch.cuda.current_stream().cuda_stream, C.device.index)
+    torch.cuda.synchronize()
+    assert name == "skinny_m64"
+    ref = x.double() @ (W.double().t() if tb else W.double())
+    assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32", K, f"unaligned W, trans_b={tb}")
+
+
+# --- host arrays: the single-call path (direct_call.hpp) ----------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["cublas", "async_tma_128x256", "fp32x3_wgmma_128x128", "tf32_wgmma_256x128",
+                                  "smem_tiling_32x32"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_host_call_in_row_blocks(rng, name, ta, tb):
+    """Over 16 MB of operands and at least 1024 rows: the host call cuts C into row blocks
+    (768 + 768 + 764 here) whose uploads, GEMMs and downloads overlap. Every transpose,
+    beta != 0 with a C whose rows are padded (ldc > N): the gaps must stay untouched."""
+    if name == "cublas":
+        _skip_without_cublas()
+    M, N, K = 2300, 1500, 700
+    A = rand(rng, K, M) if ta else rand(rng, M, K)
+    B = rand(rng, N, K) if tb else rand(rng, K, N)
+    buf = rand(rng, M, N + 5)
+    C = buf[:, :N]
+    C0 = C.copy()
+    gaps = buf[:, N:].copy()
+    fastgemm.sgemm(A, B, C, alpha=0.5, beta=-1.25, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, C0, 0.5, -1.25, ta, tb), KERNELS[name].precision, K, f"{name} {ta} {tb}")
+    np.testing.assert_array_equal(buf[:, N:], gaps)
+    C = np.full((M, N), np.nan, dtype=np.float32)  # beta = 0: C is not read
+    fastgemm.sgemm(A, B, C, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+    assert_matches(C, reference(A, B, None, 1.0, 0.0, ta, tb), KERNELS[name].precision, K, f"{name} poisoned")
+
+
+@needs_gpu
+def test_host_call_rows_longer_than_a_staging_slot(rng):
+    """A row of 2.1 M floats (8.4 MB) is longer than the largest pinned slot (8 MB): the
+    staging copies cut rows into runs."""
+    M, N, K = 3, 5, 2_100_000
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    C = np.full((M, N), np.nan, dtype=np.float32)
+    fastgemm.sgemm(A, B, C, kernel="smem_tiling_32x32", backend="cuda")
+    assert_matches(C, reference(A, B), "fp32", K, "long rows")
+
+
+@needs_gpu
+def test_host_call_buffers_are_reused_across_sizes(rng):
+    """The staging ring and the device copies grow and are reused: a small call after a
+    large one, and the other way round, each against float64 into poisoned C."""
+    for M, N, K in [(7, 9, 5), (1500, 1700, 900), (33, 17, 65), (2100, 300, 4100), (1, 1, 1)]:
+        A, B = rand(rng, M, K), rand(rng, K, N)
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        fastgemm.sgemm(A, B, C, kernel="async_tma_128x128", backend="cuda")
+        assert_matches(C, reference(A, B), "fp32", K, f"{M}x{N}x{K}")
+
+
+@needs_gpu
+def test_host_call_after_a_refused_call(rng):
+    """A call refused for its shape leaves the next call of the same kernel working."""
+    A, B = rand(rng, 256, 64), rand(rng, 64, 256)
+    with pytest.raises(ConstraintError):
+        fastgemm.sgemm(rand(rng, 250, 64), B, kernel="warptiling_128x128", backend="cuda")
+    C = fastgemm.sgemm(A, B, kernel="warptiling_128x128", backend="cuda")
+    assert_matches(C, reference(A, B), "fp32", 64, "after a refused call")
 
 
 # --- device arrays -----------------------------------------------------------------
@@ -423,7 +677,7 @@ def _torch():
 
 
 @needs_gpu
-@pytest.mark.parametrize("kernel", ["auto", "smem_tiling", "tf32_mma_sync", "cublas"])
+@pytest.mark.parametrize("kernel", ["auto", "smem_tiling_32x32", "tf32_mma_sync_128x128", "cublas"])
 def test_torch_tensors_in_place_no_copy(kernel):
     torch = _torch()
     if kernel == "cublas":

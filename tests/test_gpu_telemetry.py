@@ -121,7 +121,7 @@ def test_rounds_change_which_kernel_follows_which():
     after cuBLAS SGEMM cost 1-2% on the H200 in steady state)."""
     import cuda_ladder
 
-    kernels = ["cublas", "cublas_tf32", "async_tma", "tf32_wgmma", "fp32x3_wgmma", "tf32_mma_sync", "naive"]
+    kernels = ["cublas", "cublas_tf32", "async_tma_128x256", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "tf32_mma_sync_128x128", "naive"]
     orders = [cuda_ladder.round_order(kernels, r) for r in range(3)]
     assert orders[0] == kernels
     assert all(sorted(o) == sorted(kernels) for o in orders)

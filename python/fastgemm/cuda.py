@@ -19,7 +19,7 @@ import glob
 import os
 
 from . import _fastgemm
-from .errors import BackendUnavailableError, DTypeError, ShapeError
+from .errors import BackendUnavailableError, DTypeError, NotFoundError, ShapeError
 
 __all__ = ["sgemm", "configure_cublas", "is_device_array"]
 
@@ -170,8 +170,21 @@ def _new_like(proto, M, N):
         return cupy.empty((M, N), dtype=cupy.float32)
 
 
-def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, kernel="auto", backend="auto"):
-    """C = alpha * op(A) @ op(B) + beta * C on device arrays (see the module docstring)."""
+PRECISIONS = ("fp32", "strict", "tf32")
+
+
+def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, kernel="auto", backend="auto",
+          precision="fp32"):
+    """C = alpha * op(A) @ op(B) + beta * C on device arrays (see the module docstring).
+
+    ``precision`` bounds what ``kernel="auto"`` may pick: "fp32" (the default) an
+    FP32-accurate result (precision classes fp32 and fp32x3), "strict" every product and
+    sum in FP32 (class fp32), "tf32" relaxed inputs on the tensor cores allowed (any
+    class). A named kernel runs as named.
+    """
+    if precision not in PRECISIONS:  # the core's message (fastgemm::parse_accuracy)
+        raise NotFoundError(f"unknown precision '{precision}'; accepted: fp32 (FP32-accurate, the default), "
+                            f"strict (every product and sum in FP32), tf32 (relaxed inputs allowed)")
     if backend not in ("auto", "cuda"):
         raise ValueError(f"device arrays run on the cuda backend, not '{backend}'")
     if not getattr(_fastgemm, "built_with_cuda", False):
@@ -215,9 +228,9 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, ke
         return C
     if c_rows:
         _fastgemm.cuda_sgemm(kernel, M, N, K, a.ptr, lda, b.ptr, ldb, c.ptr, ldc, ta, tb,
-                             float(alpha), float(beta), stream, device)
+                             float(alpha), float(beta), stream, device, precision)
     else:
         # Column-major C is the row-major C^T = op(B)^T op(A)^T.
         _fastgemm.cuda_sgemm(kernel, N, M, K, b.ptr, ldb, a.ptr, lda, c.ptr, ldc, not tb, not ta,
-                             float(alpha), float(beta), stream, device)
+                             float(alpha), float(beta), stream, device, precision)
     return C

@@ -19,8 +19,8 @@
 #include <mutex>
 #include <string>
 
-#include "cuda/cublas_loader.hpp"
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cublas_loader.hpp"
+#include "cuda/common/cuda_check.hpp"
 #include "cuda/ladder.hpp"
 
 namespace fastgemm {
@@ -98,10 +98,11 @@ cublasHandle handle_for_current_device() {
     return h;
 }
 
-void run_sgemm(const GemmArgs& p, cudaStream_t stream, int math_mode) {
-    if (p.M == 0 || p.N == 0) return;
-    if (p.M > INT32_MAX || p.N > INT32_MAX || p.K > INT32_MAX || p.lda > INT32_MAX || p.ldb > INT32_MAX ||
-        p.ldc > INT32_MAX)
+void run_sgemm(const DeviceOperands& p, cudaStream_t stream, int math_mode) {
+    const Problem& q = p.problem;
+    if (q.M == 0 || q.N == 0) return;
+    if (q.M > INT32_MAX || q.N > INT32_MAX || q.K > INT32_MAX || q.lda > INT32_MAX || q.ldb > INT32_MAX ||
+        q.ldc > INT32_MAX)
         throw ConstraintError("cublas: dimensions above 2^31 need the 64-bit API, which this baseline does not use");
     CublasLib& l = lib();
     cublasHandle h = handle_for_current_device();
@@ -109,8 +110,8 @@ void run_sgemm(const GemmArgs& p, cudaStream_t stream, int math_mode) {
     if (int st = l.set_math_mode(h, math_mode)) throw KernelError("cublasSetMathMode failed: " + std::to_string(st));
     // cuBLAS wants lda >= rows of the column-major view even when that dimension is 0.
     auto ld = [](int64_t v) { return int(v < 1 ? 1 : v); };
-    const int st = l.sgemm(h, p.trans_b ? kOpT : kOpN, p.trans_a ? kOpT : kOpN, int(p.N), int(p.M), int(p.K),
-                           &p.alpha, p.B, ld(p.ldb), p.A, ld(p.lda), &p.beta, p.C, ld(p.ldc));
+    const int st = l.sgemm(h, q.trans_b ? kOpT : kOpN, q.trans_a ? kOpT : kOpN, int(q.N), int(q.M), int(q.K),
+                           &q.alpha, p.B, ld(q.ldb), p.A, ld(q.lda), &q.beta, p.C, ld(q.ldc));
     if (st) throw KernelError("cublasSgemm failed with status " + std::to_string(st));
 }
 
@@ -122,8 +123,8 @@ std::string cublas_status(bool* available) {
     return l.handle ? l.path : l.error;
 }
 
-void launch_cublas(const GemmArgs& p, cudaStream_t stream, Workspace&) { run_sgemm(p, stream, kDefaultMath); }
-void launch_cublas_tf32(const GemmArgs& p, cudaStream_t stream, Workspace&) {
+void launch_cublas(const DeviceOperands& p, cudaStream_t stream, Workspace&) { run_sgemm(p, stream, kDefaultMath); }
+void launch_cublas_tf32(const DeviceOperands& p, cudaStream_t stream, Workspace&) {
     run_sgemm(p, stream, kTf32TensorOpMath);
 }
 

@@ -12,6 +12,10 @@
 // dimensions or offsets. The vectorized rungs' alignment constraint is about device
 // memory, so it holds for every host array (a C view with an odd row pitch included);
 // CUDA arrays passed in place (interop.cpp) are checked as they are.
+//
+// A single call (Kernel::run_once, what fastgemm.sgemm on host arrays runs) does not
+// bind a Launch: CudaKernel::run_direct takes the pipelined path of direct_call.hpp,
+// which lays the device copies out the same way.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -19,11 +23,13 @@
 #include "core/backend.hpp"
 #include "core/backends.hpp"
 #include "core/registry.hpp"
-#include "cuda/cublas_loader.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_pool.hpp"
+#include "cuda/common/cublas_loader.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_pool.hpp"
+#include "cuda/common/launch_checks.hpp"
+#include "cuda/common/probes.hpp"
+#include "cuda/direct_call.hpp"
 #include "cuda/ladder.hpp"
-#include "cuda/probes.hpp"
 
 namespace fastgemm {
 
@@ -114,12 +120,9 @@ public:
         FASTGEMM_CUDA_CHECK(cudaEventCreate(&start_));
         FASTGEMM_CUDA_CHECK(cudaEventCreate(&stop_));
         FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        args_.M = p.M, args_.N = p.N, args_.K = p.K;
-        args_.A = dA_.data(), args_.lda = lda_;
-        args_.B = dB_.data(), args_.ldb = ldb_;
-        args_.C = dC_.data(), args_.ldc = ldc_;
-        args_.trans_a = p.trans_a, args_.trans_b = p.trans_b;
-        args_.alpha = p.alpha, args_.beta = p.beta;
+        args_.problem = p;
+        args_.problem.lda = lda_, args_.problem.ldb = ldb_, args_.problem.ldc = ldc_;
+        args_.A = dA_.data(), args_.B = dB_.data(), args_.C = dC_.data();
     }
     ~CudaLaunch() override {
         cudaStreamSynchronize(stream_);
@@ -171,7 +174,7 @@ private:
     cudaStream_t stream_ = nullptr;
     DeviceBuffer dA_, dB_, dC_, dC0_;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
-    GemmArgs args_;
+    DeviceOperands args_;
     Workspace ws_;
 };
 
@@ -183,6 +186,13 @@ protected:
     std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B, float* C) const override {
         return std::make_unique<CudaLaunch>(entry_, p, A, B, C);
     }
+    // One call (fastgemm.sgemm on host arrays): the pipelined path of direct_call.hpp,
+    // which keeps its buffers between calls and times nothing.
+    void run_direct(const Problem& p, const float* A, const float* B, float* C) const override {
+        const std::string why = unavailable_reason();
+        if (!why.empty()) throw BackendUnavailableError("cuda: " + why);
+        run_host_call(entry_, p, A, B, C);
+    }
 
 private:
     const LadderEntry& entry_;
@@ -193,8 +203,12 @@ private:
 
 void register_cuda_backend(Registry& r) {
     r.add_backend(std::make_unique<cuda::CudaBackend>());
-    // sm_90a rungs cannot launch elsewhere: keep them out of kernel="auto" there.
-    const bool sm90 = cuda::unavailable_reason().empty() && cuda::device_is_sm90();
+    // sm_90a rungs cannot launch elsewhere, and the baselines need cuBLAS: keep them out
+    // of kernel="auto" where they cannot run.
+    const bool usable = cuda::unavailable_reason().empty();
+    const bool sm90 = usable && cuda::device_is_sm90();
+    bool cublas_ok = false;
+    if (usable) cuda::cublas_status(&cublas_ok);
     for (const auto& e : cuda::ladder()) {
         KernelInfo info;
         info.name = e.name;
@@ -217,9 +231,9 @@ void register_cuda_backend(Registry& r) {
             info.isa = e.precision == Precision::tf32 ? "sm_80+ (mma.sync tf32)" : "sm_80+ (FFMA)";
         }
         if (e.bench_flops_cap > 0) info.bench_flops_cap = e.bench_flops_cap;
-        // tf32 kernels change the precision contract; only FP32-accurate kernels may be
-        // picked by kernel="auto".
-        info.auto_candidate = e.auto_candidate && e.precision != Precision::tf32 && (e.min_sm != 90 || sm90);
+        // The selection policy admits a candidate only when the caller's accuracy allows
+        // its precision class (a tf32 kernel needs precision="tf32").
+        info.auto_candidate = e.auto_candidate && (e.min_sm != 90 || sm90) && (!e.baseline || cublas_ok);
         r.add_kernel(std::make_unique<cuda::CudaKernel>(std::move(info), e));
     }
 }

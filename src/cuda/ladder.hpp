@@ -1,54 +1,71 @@
-// The cuda ladder as data: one entry per kernel (rungs and the cuBLAS baselines) with
-// its launcher, precision class, constraints and tile parameters. The registry glue
-// (cuda_backend.cpp), the raw-pointer interop and the standalone driver all read this
-// one table, so a kernel is described once.
+// The cuda ladder as data: one entry per kernel (rungs, their variants and the cuBLAS
+// baselines) with its launcher, precision class, constraints and tile parameters. The
+// registry glue (cuda_backend.cpp) and the device-array entry point (interop.cpp) both
+// read this one table, so a kernel is described once.
+//
+// Names: a kernel's registry name is its design followed by its block tile (BM x BN, and
+// _bk<BK> where a family varies BK), or by what else tells its variants apart (_splitk);
+// its launcher is launch_<name>. Rungs 1-2 have no block tile.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/errors.hpp"
+#include <cuda_runtime.h>
+
 #include "core/kernel_info.hpp"
-#include "cuda/gemm_args.hpp"
+#include "cuda/common/device_operands.hpp"
+#include "cuda/common/workspace.hpp"
 
 namespace fastgemm {
 namespace cuda {
 
-// One launcher per ladder file.
-void launch_naive(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_coalesced(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_smem_tiling(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_blocktile_1d(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_blocktile_2d(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_vectorized(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_bank_conflict_free(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_warptiling(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_128x128(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_128x256(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_256x128(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_128x128_bk32(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_128x128_bk8(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_tma_128x256(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_tma_256x128(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_async_tma_128x128(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_tf32_mma_sync(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_tf32_wgmma(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_fp32x3_wgmma(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_cublas(const GemmArgs&, cudaStream_t, Workspace&);
-void launch_cublas_tf32(const GemmArgs&, cudaStream_t, Workspace&);
+// One launcher per kernel, in the file its source names.
+using Launcher = void (*)(const DeviceOperands& operands, cudaStream_t stream, Workspace& ws);
+
+void launch_naive(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/01_naive.cu
+void launch_coalesced(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/02_coalesced.cu
+void launch_smem_tiling_32x32(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/03_smem_tiling.cu
+void launch_blocktile_1d_64x64(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/04_blocktile_1d.cu
+void launch_blocktile_2d_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/05_blocktile_2d.cu
+void launch_vectorized_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/06_vectorized.cu
+// rungs/07_bank_conflict_free.cu
+void launch_bank_conflict_free_128x128(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_warptiling_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/08_warptiling.cu
+void launch_async_multistage_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/09_async_multistage.cu
+void launch_async_multistage_128x256(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_multistage_256x128(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_multistage_128x128_bk32(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_multistage_128x128_bk8(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_tma_128x256(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/10_async_tma.cu
+void launch_async_tma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_tma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_tma_128x256_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_tf32_mma_sync_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/11_tf32_mma_sync.cu
+void launch_tf32_wgmma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/12_tf32_wgmma.cu
+void launch_tf32_wgmma_256x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_fp32x3_wgmma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/13_fp32x3_wgmma.cu
+void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_skinny_m64(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/14_skinny.cu
+void launch_skinny_n64(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_cublas(const DeviceOperands&, cudaStream_t, Workspace&);  // cublas_baseline.cpp
+void launch_cublas_tf32(const DeviceOperands&, cudaStream_t, Workspace&);
 
 struct LadderEntry {
     std::string name;
     int ladder_step = 0;  // 0 for baselines
     bool baseline = false;
     Precision precision = Precision::fp32;
-    int min_sm = 0;       // 90 for wgmma/TMA rungs (compiled for sm_90a only)
+    int min_sm = 0;       // 90 for the sm_90a rungs (TMA, wgmma), which run on Hopper only
     Launcher launch = nullptr;
     std::vector<Constraint> constraints;
     std::vector<std::pair<std::string, int64_t>> params;
     std::string source;
     std::string description;
+    // May win somewhere: kernel="auto" times it (among the candidates its precision class
+    // and the caller's accuracy allow).
     bool auto_candidate = false;
     double bench_flops_cap = 0.0;  // 0 = none
 };
@@ -56,13 +73,6 @@ struct LadderEntry {
 // Every cuda kernel, in ladder order, baselines last.
 const std::vector<LadderEntry>& ladder();
 const LadderEntry* find_entry(const std::string& name);
-
-// Host-side checks the Constraint vocabulary cannot express (leading dimensions and
-// pointers aligned for 16-byte vector loads). Throws ConstraintError naming `kernel`.
-void require_vector_alignment(const GemmArgs& p, const char* kernel, bool a, bool b, bool c);
-
-// Whether this process can launch sm_90a code (a Hopper GPU is current).
-bool device_is_sm90();
 
 }  // namespace cuda
 }  // namespace fastgemm

@@ -1,0 +1,144 @@
+// Host half of the wgmma rungs: prepares operands the TMA cannot read as stored
+// (transposed, unaligned rows) or that fp32x3 needs split, builds the tensor maps and
+// launches the persistent kernel (wgmma_persistent.cuh). Included by 12_tf32_wgmma.cu
+// and 13_fp32x3_wgmma.cu.
+#pragma once
+
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/launch_checks.hpp"
+#include "cuda/ladder.hpp"
+#include "cuda/common/nonfinite.cuh"
+#include "cuda/common/operand_prep.cuh"
+#include "cuda/common/tma_map.hpp"
+#include "cuda/common/wgmma_gemm.cuh"
+#include "cuda/common/wgmma_persistent.cuh"
+
+namespace fastgemm {
+namespace cuda {
+
+// The three tensor maps a wgmma kernel reads (A, A's small part for fp32x3, B), after
+// whatever preparation the operands need.
+struct WgmmaMaps {
+    CUtensorMap a, a_small, b;
+};
+
+template <class Cfg>
+WgmmaMaps prepare_wgmma_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    const Problem& q = p.problem;
+    // A: K-major rows for TMA, packed only when it is transposed or its rows are not
+    // 16-byte aligned. Its map rounds every value to TF32 on the way to shared memory
+    // (TmaElement::tf32): tf32's operand, and fp32x3's big part, whose small part
+    // tf32(a - tf32(a)) (the same rounding) a pre-pass writes, packing A on the way
+    // when it has to.
+    int64_t lda = q.lda;
+    const float* a = p.A;
+    const float* small = nullptr;
+    const int64_t ld_small = round_up4(q.K);
+    if (Cfg::X3) {
+        const bool pack = q.trans_a || !tma_ready(p.A, q.lda);
+        float* packed = pack ? static_cast<float*>(ws.get(0, size_t(q.M) * ld_small * sizeof(float))) : nullptr;
+        float* parts = static_cast<float*>(ws.get(1, size_t(q.M) * ld_small * sizeof(float)));
+        prepare_operand(p.A, q.lda, q.trans_a, q.M, q.K, packed, parts, ld_small, PrepMode::small, stream);
+        if (pack) a = packed, lda = ld_small;
+        small = parts;
+    } else {
+        a = tma_readable(p.A, lda, q.trans_a, q.M, q.K, ws, 0, stream);
+    }
+    // B: fp32x3 splits each fragment in registers, so it needs the FP32 values as they
+    // are; tf32's map rounds them like A's.
+    int64_t ldb = q.ldb;
+    const float* b = tma_readable(p.B, ldb, q.trans_b, q.K, q.N, ws, 2, stream);
+    const TmaElement b_element = Cfg::X3 ? TmaElement::fp32 : TmaElement::tf32;
+    const CUtensorMap map_a =
+        make_tma_map_2d(a, q.M, q.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128, TmaElement::tf32);
+    // tf32 reads no small parts: its kernel never uses that map.
+    return {map_a, Cfg::X3 ? make_tma_map_2d(small, q.M, q.K, ld_small, Cfg::BM, Cfg::BK) : map_a,
+            make_tma_map_2d(b, q.K, q.N, ldb, Cfg::BK, 32, TmaLayout::swizzle128, b_element)};
+}
+
+// Persistent: one block per SM (fewer when there are fewer tiles), each walking its
+// share of the tiles (wgmma_persistent.cuh).
+template <class Cfg>
+void launch_wgmma_persistent(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name) {
+    const Problem& q = p.problem;
+    require_sm90(name, "wgmma and TMA");
+    if (q.M == 0 || q.N == 0) return;
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
+    int dev = 0, sms = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t tiles = ceil_div(q.M, Cfg::BM) * ceil_div(q.N, Cfg::BN);
+    const unsigned blocks = unsigned(tiles < sms ? tiles : sms);
+    // Stream-K tail (stream_k.cuh) when the last round would leave at least half of the
+    // SMs idle: splitting fuller last rounds costs more in partial tiles than it saves
+    // (docs/cuda-notes.md#stream-k-tail).
+    const TailSplit ts = plan_stream_k_tail(tiles, blocks, ceil_div(q.K, Cfg::BK), blocks / 2,
+                                            size_t(Cfg::BM) * Cfg::BN, ws, stream);
+    // fp32x3: the parts of C (at most two per tile) that the kernel leaves to the IEEE
+    // fallback: a count, then (m0, n0) pairs (nonfinite.cuh).
+    int* fallback = nullptr;
+    if (Cfg::X3) {
+        fallback = static_cast<int*>(ws.get(7, size_t(1 + 4 * tiles) * sizeof(int)));
+        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
+    }
+    // The whole tiles, then the tail.
+    auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::whole_tiles>;
+    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
+                                                                   SplitKSlabs{});
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+    if (ts.tail_tiles > 0) {
+        auto tail_kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::stream_k_tail>;
+        FASTGEMM_CUDA_CHECK(
+            cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
+                                                                   SplitKSlabs{});
+        FASTGEMM_CUDA_CHECK_LAUNCH();
+    }
+    if (Cfg::X3) gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
+}
+
+// Split-K (split_k.cuh): every tile's k range in S splits, one work unit each, parked in
+// slabs and summed by reduce_split_k in split order; with S = 1 (enough tiles to fill
+// the GPU) the whole-tile schedule runs instead. reduce_ktiles: what one partial tile
+// costs, in k-tiles of this kernel (plan_split_k).
+template <class Cfg>
+void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name,
+                          double reduce_ktiles) {
+    const Problem& q = p.problem;
+    require_sm90(name, "wgmma and TMA");
+    if (q.M == 0 || q.N == 0) return;
+    int dev = 0, sms = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t tiles = ceil_div(q.M, Cfg::BM) * ceil_div(q.N, Cfg::BN), KT = ceil_div(q.K, Cfg::BK);
+    const int S = plan_split_k(tiles, sms, KT, 4, max_split_k(q.M, q.N, Cfg::BM, Cfg::BN), reduce_ktiles);
+    if (S <= 1) {
+        launch_wgmma_persistent<Cfg>(p, stream, ws, name);
+        return;
+    }
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
+    const SplitKSlabs slabs = reserve_split_k_slabs(ws, S, q.M, q.N, Cfg::BM, Cfg::BN);
+    if (slabs.rows != ceil_div(q.M, Cfg::BM) * Cfg::BM || slabs.ld != ceil_div(q.N, Cfg::BN) * Cfg::BN)
+        throw KernelError(std::string(name) + ": split-K slabs do not match the kernel's tiles");
+    TailSplit units;  // the kernel's tile count; no tail
+    units.full_tiles = int(tiles);
+    const int64_t unit_count = tiles * S;
+    const unsigned blocks = unsigned(unit_count < sms ? unit_count : sms);
+    auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::split_k>;
+    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, units, nullptr, slabs);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+    // fp32x3: the 64 x 64 regions whose sums are not finite go to the IEEE fallback.
+    int* fallback = nullptr;
+    const int64_t regions = ceil_div(q.M, kSplitKRegion) * ceil_div(q.N, kSplitKRegion);
+    if (Cfg::X3) {
+        fallback = static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int)));
+        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
+    }
+    reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, fallback, stream);
+    if (Cfg::X3) gemm_ieee_listed(p, fallback, int(regions), kSplitKRegion, kSplitKRegion, stream);
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

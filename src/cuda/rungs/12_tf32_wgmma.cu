@@ -1,0 +1,30 @@
+// Rung 12, Hopper tensor cores: wgmma (TF32 in, FP32 accumulate) fed by TMA through a
+// 4-stage mbarrier ring, with a producer warpgroup and two consumer warpgroups.
+// Owns: a block owns 256 (m) x 128 (n) tiles of C, one after another (persistent, one
+// block per SM); consumer warpgroup c owns its 64 columns [64c, 64c + 64) of each tile.
+// Reuses: each 256 x 32 tile of A in shared memory is read by both consumers' wgmmas;
+// each consumer's B fragment (from registers) is used for all 256 rows of m.
+// C leaves through shared memory as float4 rows. Both tensor maps round the operands to
+// nearest TF32 on the way into shared memory (cuBLAS TF32's error). Per-tile design:
+// wgmma_gemm.cuh; schedule and epilogue: wgmma_persistent.cuh.
+// Variant _splitk: the same kernel on every tile's k range in splits (split_k.cuh).
+// Constraints: any shape; an sm_90 GPU; transposed or unaligned operands are packed first.
+#include "cuda/common/wgmma_launch.cuh"
+
+namespace fastgemm {
+namespace cuda {
+
+using Tf32Wgmma256x128 = WgmmaPersistentConfig<256, WgmmaMath::tf32>;
+
+void launch_tf32_wgmma_256x128(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_persistent<Tf32Wgmma256x128>(p, stream, ws, "tf32_wgmma_256x128");
+}
+
+// Few tiles, long K: split-K. A 256 x 128 x 32 k-tile takes about a twelfth of the time
+// that writing and adding its partial tile costs the whole GPU per SM (plan_split_k).
+void launch_tf32_wgmma_256x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_split_k<Tf32Wgmma256x128>(p, stream, ws, "tf32_wgmma_256x128_splitk", 12.0);
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

@@ -1,0 +1,333 @@
+// Rung 14, skinny problems (M or N at most 64: decode steps, x @ W^T with a small
+// batch), strict FP32 and bound by memory: the big operand is read once, in 16-byte
+// loads, straight from global memory into registers, and each value is used for up to
+// 16 rows of the small operand, which is staged in shared memory.
+// In its own terms the problem is Out(i, j) = sum_k Y(i, k) X(j, k), i < S <= 64 (the
+// small dimension), j < L (the large one); skinny_m64 has Y = op(A), X = op(B)^T, and
+// skinny_n64 Y = op(B)^T, X = op(A), so both serve every transpose.
+// Owns: a block owns 16 values of i and a range of j, for one k-split. Two layouts of X:
+// - X rows along k (x @ W^T with W stored N x K, PyTorch Linear's layout: the k-row
+//   kernel): lanes along k, a warp owns 4 rows of X; per 128 k a lane loads 4 float4s of
+//   X and 16 float4s of Y (shared, conflict-free) for 256 FFMAs, and the 32 lanes' sums
+//   are reduce-scattered with shuffles at the end.
+// - X rows along j (x @ W with W stored K x N: the j-row kernel): lanes along j, a warp
+//   owns 128 values of j for an eighth of each k chunk; per k a lane loads one float4 of
+//   X and broadcasts 16 values of Y from shared memory for 64 FFMAs; the 8 warps' sums
+//   are added in shared memory at the end.
+// Few blocks for the GPU (small L): K is split over blocks, each split parked in a slab
+// and summed in split order by reduce_split_k (split_k.cuh): deterministic.
+// Constraints: M <= 64 (skinny_m64) or N <= 64 (skinny_n64); any K, strides and alignment
+// (16-byte loads where the rows allow them, bounds-checked scalar loads elsewhere).
+#include <algorithm>
+#include <string>
+
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_common.cuh"
+#include "cuda/common/split_k.cuh"
+#include "cuda/ladder.hpp"
+
+namespace fastgemm {
+namespace cuda {
+
+namespace {
+
+constexpr int kMaxSmall = 64;
+constexpr int kThreads = 256, kWarps = kThreads / 32;
+// Values of i per block: 16, or 4 when the small dimension is at most 4 (a decode step),
+// so that no FFMAs go to rows of zeros.
+constexpr int kSmallTile = 4, kLargeTile = 16;
+
+// Element (a, b) of an operand at base[a * s0 + b * s1].
+struct SkinnyOperands {
+    const float* X = nullptr;  // L x K: X(j, k)
+    int64_t xs_j = 0, xs_k = 0;
+    const float* Y = nullptr;  // S x K: Y(i, k)
+    int64_t ys_i = 0, ys_k = 0;
+    float* out = nullptr;  // S x L: C, or the slabs of the splits (split s at out + s * os_split)
+    int64_t os_i = 0, os_j = 0, os_split = 0;
+    int64_t S = 0, L = 0, K = 0;
+    float alpha = 1.0f, beta = 0.0f;
+    int splits = 1, chunks = 0;  // k chunks of the kernel's chunk length, dealt to the splits
+};
+
+// out(i, j) = alpha v + beta out(i, j); beta == 0 does not read out.
+__device__ __forceinline__ void store_out(const SkinnyOperands& o, int64_t i, int64_t j, float v) {
+    float* c = o.out + int64_t(blockIdx.y) * o.os_split + i * o.os_i + j * o.os_j;
+    *c = o.beta == 0.0f ? o.alpha * v : o.alpha * v + o.beta * *c;
+}
+
+// Y(i0 + [0, IT), k0 + [0, KCH)) into Ys, zeros outside Y or past k_end. Threads walk
+// the dimension along which Y is contiguous, so the loads coalesce either way. `kmajor`:
+// Ys is [k][i] (broadcast reads of IT values of i at one k), else [i][k].
+template <int IT, int KCH, bool kmajor>
+__device__ __forceinline__ void stage_y(const SkinnyOperands& o, float* Ys, int64_t i0, int64_t k0, int64_t k_end) {
+    const bool k_inner = o.ys_k == 1;
+#pragma unroll 4
+    for (int e = threadIdx.x; e < IT * KCH; e += kThreads) {
+        const int i = k_inner ? e / KCH : e % IT, kk = k_inner ? e % KCH : e / IT;
+        const int64_t gi = i0 + i, gk = k0 + kk;
+        const float v = gi < o.S && gk < k_end ? o.Y[gi * o.ys_i + gk * o.ys_k] : 0.0f;
+        Ys[kmajor ? kk * IT + i : i * KCH + kk] = v;
+    }
+}
+
+// The k-row kernel, IT values of i and RJ = 64 / IT rows of X per warp. Block (it, jb,
+// split): i in [IT it, IT it + IT), warp w owns rows j0 = 8 RJ jb + RJ w + [0, RJ). Per
+// chunk of 512 k, lane l handles k = k0 + 128 s + 4 l + [0, 4) for s < 4: RJ float4s of
+// X and IT float4s of Y (shared, conflict-free) for 4 IT RJ = 256 FFMAs. acc[i RJ + r]
+// sums Y(i, k) X(j0 + r, k) over the lane's k; reduce_scatter leaves lane l the sums of
+// flat entries 2l and 2l + 1.
+constexpr int KC_KCH = 512;
+
+// Over the warp, v (64 sums per lane, each over the lane's k) becomes 2 complete sums per
+// lane: at each level the lane whose bit HALF / 2 is set keeps the upper HALF entries,
+// its partner the lower, each adding the other's; lane l ends with entries 2l and 2l + 1.
+template <int HALF>
+__device__ __forceinline__ void reduce_scatter(float (&v)[64], int lane) {
+    constexpr int off = HALF / 2;
+    const bool upper = (lane & off) != 0;
+#pragma unroll
+    for (int x = 0; x < HALF; ++x) {
+        const float send = upper ? v[x] : v[x + HALF];
+        const float keep = upper ? v[x + HALF] : v[x];
+        v[x] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+    }
+    if constexpr (HALF > 2) reduce_scatter<HALF / 2>(v, lane);
+}
+
+// IT = 16: two blocks per SM (128 registers), so that one block's loads of X stay in
+// flight while the other stages Y. IT = 4: 16 float4s of X per lane and step are in
+// flight already, and 64 accumulators beside them need more than 128 registers.
+template <int IT, bool VEC>
+__global__ void __launch_bounds__(kThreads, IT == kLargeTile ? 2 : 1) skinny_krow_kernel(SkinnyOperands o) {
+    constexpr int KC_RJ = 64 / IT, KC_ROWS = kWarps * KC_RJ;
+    __shared__ __align__(16) float Ys[IT * KC_KCH];  // [i][k]
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t itiles = (o.S + IT - 1) / IT;
+    const int64_t i0 = int64_t(blockIdx.x % itiles) * IT;
+    const int64_t j0 = int64_t(blockIdx.x / itiles) * KC_ROWS + KC_RJ * warp;
+    const int64_t k_begin = int64_t(split_k_begin(blockIdx.y, o.splits, o.chunks)) * KC_KCH;
+    const int64_t k_end = min(o.K, int64_t(split_k_begin(blockIdx.y + 1, o.splits, o.chunks)) * KC_KCH);
+
+    float acc[IT * KC_RJ];  // acc[i * KC_RJ + r]
+#pragma unroll
+    for (int x = 0; x < IT * KC_RJ; ++x) acc[x] = 0.0f;
+
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += KC_KCH) {
+        __syncthreads();  // the previous chunk's reads of Ys are done
+        stage_y<IT, KC_KCH, false>(o, Ys, i0, k0, k_end);
+        __syncthreads();
+#pragma unroll
+        for (int s = 0; s < KC_KCH / 128; ++s) {
+            const int kk = 128 * s + 4 * lane;
+            const int64_t k = k0 + kk;
+            float4 x[KC_RJ];
+#pragma unroll
+            for (int r = 0; r < KC_RJ; ++r) {
+                const int64_t j = j0 + r;
+                const float* row = o.X + j * o.xs_j;
+                if (j >= o.L || k >= k_end) {
+                    x[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+                } else if (VEC && k + 4 <= k_end) {
+                    x[r] = __ldcs(reinterpret_cast<const float4*>(row + k));  // read once: stream past L1
+                } else {
+                    float v[4];
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) v[e] = k + e < k_end ? row[(k + e) * o.xs_k] : 0.0f;
+                    x[r] = make_float4(v[0], v[1], v[2], v[3]);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < IT; ++i) {
+                const float4 y = *reinterpret_cast<const float4*>(Ys + i * KC_KCH + kk);
+#pragma unroll
+                for (int r = 0; r < KC_RJ; ++r) {
+                    float& a = acc[i * KC_RJ + r];
+                    a = fmaf(y.x, x[r].x, a);
+                    a = fmaf(y.y, x[r].y, a);
+                    a = fmaf(y.z, x[r].z, a);
+                    a = fmaf(y.w, x[r].w, a);
+                }
+            }
+        }
+    }
+
+    reduce_scatter<32>(acc, lane);
+#pragma unroll
+    for (int f = 0; f < 2; ++f) {
+        const int flat = 2 * lane + f;  // the sum of acc[flat] over the warp
+        const int64_t i = i0 + flat / KC_RJ, j = j0 + flat % KC_RJ;
+        if (i < o.S && j < o.L) store_out(o, i, j, acc[f]);
+    }
+}
+
+// The j-row kernel. Block (it, jb, split): i in [IT it, IT it + IT), lane l of every
+// warp owns j = 128 jb + 4 l + [0, 4); per chunk of 256 k, warp w handles k = k0 + w +
+// 8 t: one float4 of X and IT / 4 broadcast float4s of Y for 4 IT FFMAs per k. The 8
+// warps' acc are then added in a fixed tree through shared memory.
+constexpr int JC_KCH = 256, JC_COLS = 128;
+
+template <int IT, bool VEC>
+__global__ void __launch_bounds__(kThreads) skinny_jrow_kernel(SkinnyOperands o) {
+    // The k loop's Y stage [k][i], then the tree's exchange area.
+    constexpr int kStage = JC_KCH * IT, kExchange = (kWarps / 2) * IT * 4 * 32;
+    __shared__ __align__(16) float smem[kStage > kExchange ? kStage : kExchange];
+    float* Ys = smem;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t itiles = (o.S + IT - 1) / IT;
+    const int64_t i0 = int64_t(blockIdx.x % itiles) * IT;
+    const int64_t j = int64_t(blockIdx.x / itiles) * JC_COLS + 4 * lane;
+    const int64_t k_begin = int64_t(split_k_begin(blockIdx.y, o.splits, o.chunks)) * JC_KCH;
+    const int64_t k_end = min(o.K, int64_t(split_k_begin(blockIdx.y + 1, o.splits, o.chunks)) * JC_KCH);
+
+    float acc[IT][4];
+#pragma unroll
+    for (int i = 0; i < IT; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
+
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += JC_KCH) {
+        __syncthreads();
+        stage_y<IT, JC_KCH, true>(o, Ys, i0, k0, k_end);
+        __syncthreads();
+        const int kn = int(min(int64_t(JC_KCH), k_end - k0));
+#pragma unroll 8
+        for (int kk = warp; kk < kn; kk += kWarps) {
+            const float* row = o.X + (k0 + kk) * o.xs_k;
+            float x[4];
+            if (VEC && j + 4 <= o.L) {
+                const float4 v = __ldcs(reinterpret_cast<const float4*>(row + j));
+                x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) x[e] = j + e < o.L ? row[(j + e) * o.xs_j] : 0.0f;
+            }
+#pragma unroll
+            for (int q = 0; q < IT / 4; ++q) {
+                const float4 y = *reinterpret_cast<const float4*>(Ys + kk * IT + 4 * q);  // broadcast
+                const float yv[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[4 * q + u][e] = fmaf(yv[u], x[e], acc[4 * q + u][e]);
+            }
+        }
+    }
+
+    // Tree over the warps: at each level the upper half of the remaining warps parks its
+    // sums and the lower half adds them (warp w adds warp w + h), so warp 0 ends with
+    // ((w0 + w4) + (w2 + w6)) + ((w1 + w5) + (w3 + w7)).
+    float* red = smem;  // [warp - h][i][e][lane]
+#pragma unroll
+    for (int h = kWarps / 2; h >= 1; h /= 2) {
+        __syncthreads();  // the Y stage, or the previous level's reads, are done
+        if (warp >= h && warp < 2 * h) {
+#pragma unroll
+            for (int i = 0; i < IT; ++i)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) red[(((warp - h) * IT + i) * 4 + e) * 32 + lane] = acc[i][e];
+        }
+        __syncthreads();
+        if (warp < h) {
+#pragma unroll
+            for (int i = 0; i < IT; ++i)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][e] += red[((warp * IT + i) * 4 + e) * 32 + lane];
+        }
+    }
+    if (warp != 0) return;
+#pragma unroll
+    for (int i = 0; i < IT; ++i) {
+        if (i0 + i >= o.S) break;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (j + e < o.L) store_out(o, i0 + i, j + e, acc[i][e]);
+    }
+}
+
+// The problem in skinny terms: small_is_m, S = M (Y = op(A), X(j, k) = op(B)(k, j));
+// else S = N (Y(i, k) = op(B)(k, i), X = op(A)).
+SkinnyOperands skinny_view(const DeviceOperands& p, bool small_is_m) {
+    const Problem& q = p.problem;
+    // op(A)(m, k) = A[m * a_m + k * a_k]; op(B)(k, n) = B[k * b_k + n * b_n].
+    const int64_t a_m = q.trans_a ? 1 : q.lda, a_k = q.trans_a ? q.lda : 1;
+    const int64_t b_k = q.trans_b ? 1 : q.ldb, b_n = q.trans_b ? q.ldb : 1;
+    SkinnyOperands o;
+    o.K = q.K;
+    o.alpha = q.alpha, o.beta = q.beta;
+    if (small_is_m) {
+        o.S = q.M, o.L = q.N;
+        o.Y = p.A, o.ys_i = a_m, o.ys_k = a_k;
+        o.X = p.B, o.xs_j = b_n, o.xs_k = b_k;
+        o.out = p.C, o.os_i = q.ldc, o.os_j = 1;
+    } else {
+        o.S = q.N, o.L = q.M;
+        o.Y = p.B, o.ys_i = b_n, o.ys_k = b_k;
+        o.X = p.A, o.xs_j = a_m, o.xs_k = a_k;
+        o.out = p.C, o.os_i = 1, o.os_j = q.ldc;
+    }
+    return o;
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name, bool small_is_m) {
+    const Problem& q = p.problem;
+    if (q.M == 0 || q.N == 0) return;
+    SkinnyOperands o = skinny_view(p, small_is_m);
+    if (o.S > kMaxSmall)
+        throw ConstraintError(std::string(name) + ": the small dimension is at most " + std::to_string(kMaxSmall));
+    // X is stored L x K (rows along k) or K x L (rows along j); with K == 1 or L == 1 both
+    // strides may be 1, and either kernel reads it right.
+    const bool krow = o.xs_k == 1;
+    const int kch = krow ? KC_KCH : JC_KCH;
+    // 16-byte loads need every row of X to start on 16 bytes.
+    const bool vec = krow ? aligned16(o.X) && o.xs_j % 4 == 0 : aligned16(o.X) && o.xs_k % 4 == 0 && o.xs_j == 1;
+    // The small tile of the k-row kernel is built for 16-byte loads only: its scalar
+    // form would spill.
+    const int it = o.S <= kSmallTile && (vec || !krow) ? kSmallTile : kLargeTile;
+    const int64_t itiles = ceil_div(o.S, it);
+    const int64_t blocks = itiles * ceil_div(o.L, krow ? kWarps * (64 / it) : JC_COLS);
+    o.chunks = int(ceil_div(q.K, kch));
+    // Enough blocks for every SM to keep several in flight, but no split shorter than
+    // two chunks, and slabs within split_k's bound.
+    int dev = 0, sms = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t want = ceil_div(int64_t(4) * sms, blocks);
+    const int64_t splits = std::min<int64_t>({want, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
+    o.splits = int(std::max<int64_t>(1, splits));
+    // Split s writes slab s (C's layout, alpha 1, beta 0); reduce_split_k forms C.
+    SplitKSlabs slabs;
+    if (o.splits > 1) {
+        slabs = reserve_split_k_slabs(ws, o.splits, q.M, q.N, 64, 64);
+        o.out = slabs.partial, o.os_split = slabs.slab();
+        o.os_i = small_is_m ? slabs.ld : 1, o.os_j = small_is_m ? 1 : slabs.ld;
+        o.alpha = 1.0f, o.beta = 0.0f;
+    }
+    const dim3 grid(unsigned(blocks), unsigned(o.splits));
+    void (*kernel)(SkinnyOperands) = nullptr;
+    if (krow && it == kSmallTile)
+        kernel = skinny_krow_kernel<kSmallTile, true>;
+    else if (krow)
+        kernel = vec ? skinny_krow_kernel<kLargeTile, true> : skinny_krow_kernel<kLargeTile, false>;
+    else if (it == kSmallTile)
+        kernel = vec ? skinny_jrow_kernel<kSmallTile, true> : skinny_jrow_kernel<kSmallTile, false>;
+    else
+        kernel = vec ? skinny_jrow_kernel<kLargeTile, true> : skinny_jrow_kernel<kLargeTile, false>;
+    kernel<<<grid, kThreads, 0, stream>>>(o);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+    if (o.splits > 1) reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, nullptr, stream);
+}
+
+}  // namespace
+
+void launch_skinny_m64(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_skinny(p, stream, ws, "skinny_m64", true);
+}
+void launch_skinny_n64(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_skinny(p, stream, ws, "skinny_n64", false);
+}
+
+}  // namespace cuda
+}  // namespace fastgemm
