@@ -695,6 +695,21 @@ def test_torch_tensors_in_place_no_copy(kernel):
 
 
 @needs_gpu
+@pytest.mark.parametrize("alpha,K,beta", [(0.0, 33, 0.0), (0.0, 33, 1.0), (0.0, 33, -2.5), (1.5, 0, 0.5)])
+def test_device_quick_return_reads_neither_a_nor_b(alpha, K, beta):
+    """alpha == 0 or K == 0 on device arrays: C = beta * C, NaN in A and B never reaches it."""
+    torch = _torch()
+    A = torch.full((40, K), float("nan"), device="cuda")
+    B = torch.full((K, 50), float("inf"), device="cuda")
+    C0 = torch.rand((40, 50), device="cuda")
+    C = C0.clone() if beta != 0.0 else torch.full((40, 50), float("nan"), device="cuda")
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta)
+    torch.cuda.synchronize()
+    expected = torch.zeros_like(C0) if beta == 0.0 else C0 * beta
+    assert torch.equal(C, expected)
+
+
+@needs_gpu
 def test_torch_new_output_layouts_and_streams():
     torch = _torch()
     g = torch.Generator(device="cuda").manual_seed(3)

@@ -136,7 +136,7 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
     device = _device_array_hook(A, B, C)
     if device is not None:
         return device.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
-                            kernel=kernel, backend=backend)
+                            kernel=kernel, backend=backend, precision=precision)
 
     trans_a = arguments.flag(trans_a, "trans_a")
     trans_b = arguments.flag(trans_b, "trans_b")

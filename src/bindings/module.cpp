@@ -320,10 +320,8 @@ PYBIND11_MODULE(_fastgemm, m) {
     m.def("set_num_threads", &set_num_threads, py::arg("n"));
     m.def("available_cores", &available_cores);
     m.def("tolerance_for", [](const std::string& precision, int64_t K) {
-        Precision p = precision == "tf32" ? Precision::tf32
-                      : precision == "fp32x3" ? Precision::fp32x3 : Precision::fp32;
-        return tolerance_for(p, K);
-    });
+        return tolerance_for(parse_precision(precision), K);
+    }, py::arg("precision"), py::arg("K"));
     m.def("tuning_table", &tuning_table);
     m.def("load_tuning_table", &load_tuning_table, py::arg("table"),
           "Adds validated entries to the tuning table; returns how many were discarded.");

@@ -11,8 +11,15 @@ const char* to_string(Precision p) {
         case Precision::fp32: return "fp32";
         case Precision::tf32: return "tf32";
         case Precision::fp32x3: return "fp32x3";
+        case Precision::fp32_ozaki: return "fp32_ozaki";
     }
     return "?";
+}
+
+Precision parse_precision(const std::string& name) {
+    for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp32x3, Precision::fp32_ozaki})
+        if (name == to_string(p)) return p;
+    throw NotFoundError("unknown precision class '" + name + "'; classes: fp32, tf32, fp32x3, fp32_ozaki");
 }
 
 static int64_t dim_of(const Problem& p, char dim) {

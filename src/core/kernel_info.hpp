@@ -18,8 +18,13 @@ namespace fastgemm {
 
 // fp32: every product and sum in FP32.  tf32: inputs rounded to TF32 on matrix units.
 // fp32x3: FP32-accurate result assembled from split TF32 products.
-enum class Precision { fp32, tf32, fp32x3 };
+// fp32_ozaki: FP32-accurate result reconstructed from exact INT8 products of the
+// operands' residues (an Ozaki-type scheme); kernels of this class detect the inputs the
+// scheme cannot carry at that accuracy and compute those parts another way.
+enum class Precision { fp32, tf32, fp32x3, fp32_ozaki };
 const char* to_string(Precision p);
+// "fp32", "tf32", "fp32x3", "fp32_ozaki"; throws NotFoundError for anything else.
+Precision parse_precision(const std::string& name);
 
 // One rule a problem must satisfy. Shape rules name a dimension; feature rules
 // (no transposes, plain scalars, square) name none.

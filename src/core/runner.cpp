@@ -117,6 +117,7 @@ double tolerance_for(Precision precision, int64_t K) {
     switch (precision) {
         case Precision::fp32: return fp32;
         case Precision::fp32x3: return 2.0 * fp32;
+        case Precision::fp32_ozaki: return 2.0 * fp32;
         case Precision::tf32: return 4.0 * std::ldexp(1.0, -11) + fp32;  // inputs keep 10 mantissa bits
     }
     return fp32;

@@ -42,7 +42,7 @@ Accuracy parse_accuracy(const std::string& name) {
 bool allows(Accuracy a, Precision p) {
     switch (a) {
         case Accuracy::strict: return p == Precision::fp32;
-        case Accuracy::fp32: return p == Precision::fp32 || p == Precision::fp32x3;
+        case Accuracy::fp32: return p == Precision::fp32 || p == Precision::fp32x3 || p == Precision::fp32_ozaki;
         case Accuracy::tf32: return true;
     }
     return false;

@@ -42,7 +42,7 @@ namespace fastgemm {
 
 // The accuracy a caller accepts. Each admits a set of precision classes, never one
 // weaker than asked for:
-//   fp32    FP32-accurate results: classes fp32 and fp32x3 (the default)
+//   fp32    FP32-accurate results: classes fp32, fp32x3 and fp32_ozaki (the default)
 //   strict  every product and sum in FP32: class fp32 only
 //   tf32    relaxed: any class, tf32 included
 enum class Accuracy { fp32, strict, tf32 };

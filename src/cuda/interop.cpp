@@ -7,6 +7,7 @@
 
 #include "core/errors.hpp"
 #include "cuda/common/cuda_check.hpp"
+#include "cuda/common/scale_c.cuh"
 #include "cuda/ladder.hpp"
 
 namespace fastgemm {
@@ -54,11 +55,17 @@ std::string run_device_gemm(const DeviceOperands& operands, const DeviceCall& ca
     info.constraints = e->constraints;
     info.check(p);
     if (p.M == 0 || p.N == 0) return name;
+    const cudaStream_t stream = reinterpret_cast<cudaStream_t>(call.stream);
+    if (p.alpha == 0.0f || p.K == 0) {
+        // BLAS's quick return, as on the host path (Kernel::run_once): A and B are not
+        // read, so a kernel cannot turn 0 * NaN into NaN.
+        scale_c(operands.C, p.M, p.N, p.ldc, p.beta, stream);
+        return name;
+    }
     int dev = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
     std::unique_lock<std::mutex> lock;
     SharedWorkspace& shared = workspace_for(dev, lock);
-    const cudaStream_t stream = reinterpret_cast<cudaStream_t>(call.stream);
     FASTGEMM_CUDA_CHECK(cudaStreamWaitEvent(stream, shared.last_use, 0));
     e->launch(operands, stream, shared.ws);
     FASTGEMM_CUDA_CHECK(cudaEventRecord(shared.last_use, stream));
