@@ -382,5 +382,6 @@ PYBIND11_MODULE(_fastgemm, m) {
     m.attr("build_info") = build;
     m.attr("__version__") = version();
 
+    bind_benchmark(m);
     bind_backend_extras(m);
 }
