@@ -269,7 +269,14 @@ def zeros(shape, *, align: int = 16384) -> np.ndarray:
 
 @dataclass
 class BenchResult:
-    """One kernel verified and timed natively (times in seconds, per iteration)."""
+    """One kernel verified and timed natively (times in seconds, per iteration).
+
+    With a baseline, ``ratio`` is what to report (baseline time / this kernel's time,
+    > 1 is faster) and ``flags`` says how far it can be trusted: a row whose spread or
+    whose baseline's stability was above the limits is re-measured interleaved with the
+    baseline ("remeasured", ratio from the interleaving) and, when even that disagrees,
+    marked "unstable" with ``ratio_trusted`` False. docs/measurement.md has the rules.
+    """
 
     kernel: str
     backend: str
@@ -293,6 +300,12 @@ class BenchResult:
     ratio: Optional[float] = None  # baseline time / this kernel's time: > 1 is faster
     diff_vs_baseline: Optional[float] = None  # max |C - C_baseline| on the same inputs
     extra: dict = field(default_factory=dict)
+    flags: List[str] = field(default_factory=list)  # "noisy", "drift", "remeasured", "unstable", ...
+    ratio_trusted: Optional[bool] = None  # None without a baseline
+    block_ratio: Optional[float] = None  # from the two timed blocks, before any re-measure
+    baseline_drift: Optional[float] = None  # the baseline's change across this kernel's run
+    baseline_check_times: List[float] = field(default_factory=list)  # the baseline re-timed after it
+    interleaved: Optional[dict] = None  # the ABAB re-measure: baseline_s, kernel_s, ratio, spread
 
     @property
     def flops(self) -> float:
@@ -307,12 +320,21 @@ class BenchResult:
         return float(np.min(self.device_times))
 
     @property
+    def device_spread(self) -> float:
+        """Interquartile range / median of the device times (the core's relative_spread)."""
+        return _fastgemm.relative_spread(list(self.device_times))
+
+    @property
     def host_median(self) -> float:
         return float(np.median(self.host_times))
 
     @property
     def host_min(self) -> float:
         return float(np.min(self.host_times))
+
+    @property
+    def host_spread(self) -> float:
+        return _fastgemm.relative_spread(list(self.host_times))
 
     @property
     def prep_median(self) -> float:
@@ -342,13 +364,38 @@ class BenchResult:
             checksum=v.checksum, truncated=r.truncated, precision=precision,
         )
 
+    @classmethod
+    def from_timings(cls, t, baseline_result: Optional["BenchResult"] = None) -> "BenchResult":
+        """From the core's Timings (one kernel measured by the core's BaselineComparison)."""
+        result = cls.from_native(t, t.precision)
+        result.flags = list(t.flags)
+        if t.baseline is None:
+            return result
+        if baseline_result is None:
+            baseline_result = cls.from_native(t.baseline, _fastgemm.kernel_info(t.backend, t.baseline.kernel).precision)
+        result.baseline = baseline_result.kernel
+        result.baseline_result = baseline_result
+        result.ratio = t.ratio
+        result.ratio_trusted = t.ratio_trusted
+        result.block_ratio = t.block_ratio
+        result.diff_vs_baseline = t.diff_vs_baseline
+        result.baseline_drift = t.baseline_drift
+        result.baseline_check_times = list(t.baseline_check.device_s) if t.baseline_check is not None else []
+        if t.interleaved is not None:
+            il = t.interleaved
+            result.interleaved = {"baseline_s": list(il.baseline_s), "kernel_s": list(il.kernel_s),
+                                  "ratio": il.ratio, "spread": il.spread}
+        return result
+
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in (
             "kernel", "backend", "M", "N", "K", "threads", "precision", "verified", "passed",
             "max_abs_diff", "rel_err", "tolerance", "checksum", "truncated", "baseline", "ratio",
-            "diff_vs_baseline", "device_times", "host_times", "prep_times")}
-        d.update(device_median=self.device_median, device_min=self.device_min,
-                 host_median=self.host_median, host_min=self.host_min, gflops=self.gflops)
+            "diff_vs_baseline", "device_times", "host_times", "prep_times", "flags", "ratio_trusted",
+            "block_ratio", "baseline_drift", "baseline_check_times", "interleaved")}
+        d.update(device_median=self.device_median, device_min=self.device_min, device_spread=self.device_spread,
+                 host_median=self.host_median, host_min=self.host_min, host_spread=self.host_spread,
+                 gflops=self.gflops)
         d.update(self.extra)
         return d
 
