@@ -1,6 +1,6 @@
 // The Python face of the core's one baseline-then-kernel path (fastgemm/comparison.hpp):
 // BaselineComparison for a ladder of kernels against one baseline run, benchmark() for
-// one kernel, and the measurement helpers the CLI checks arguments with. Every native
+// one kernel, and the measurement helpers the CLI checks arguments and the machine with. Every native
 // call runs without the GIL inside an InterruptScope, as the other bindings do.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -14,6 +14,7 @@
 #include "core/registry.hpp"
 #include "core/selection.hpp"
 #include "fastgemm/comparison.hpp"
+#include "fastgemm/contention.hpp"
 
 namespace py = pybind11;
 using namespace fastgemm;
@@ -79,25 +80,28 @@ BenchOptions options_from(int warmup, int iters, bool verify, double max_seconds
 void bind_benchmark(py::module_& m) {
     py::class_<MeasurementPolicy>(m, "MeasurementPolicy")
         .def(py::init([](double spread_limit, double drift_limit, int check_iters, int interleaved_rounds,
-                         double settle_seconds) {
+                         double settle_seconds, bool watch_contention) {
                  MeasurementPolicy p;
                  p.spread_limit = spread_limit;
                  p.drift_limit = drift_limit;
                  p.check_iters = check_iters;
                  p.interleaved_rounds = interleaved_rounds;
                  p.settle_seconds = settle_seconds;
+                 p.watch_contention = watch_contention;
                  return p;
              }),
              py::arg("spread_limit") = MeasurementPolicy{}.spread_limit,
              py::arg("drift_limit") = MeasurementPolicy{}.drift_limit,
              py::arg("check_iters") = MeasurementPolicy{}.check_iters,
              py::arg("interleaved_rounds") = MeasurementPolicy{}.interleaved_rounds,
-             py::arg("settle_seconds") = MeasurementPolicy{}.settle_seconds)
+             py::arg("settle_seconds") = MeasurementPolicy{}.settle_seconds,
+             py::arg("watch_contention") = MeasurementPolicy{}.watch_contention)
         .def_readonly("spread_limit", &MeasurementPolicy::spread_limit)
         .def_readonly("drift_limit", &MeasurementPolicy::drift_limit)
         .def_readonly("check_iters", &MeasurementPolicy::check_iters)
         .def_readonly("interleaved_rounds", &MeasurementPolicy::interleaved_rounds)
-        .def_readonly("settle_seconds", &MeasurementPolicy::settle_seconds);
+        .def_readonly("settle_seconds", &MeasurementPolicy::settle_seconds)
+        .def_readonly("watch_contention", &MeasurementPolicy::watch_contention);
 
     py::class_<Interleaved>(m, "Interleaved")
         .def_readonly("baseline_s", &Interleaved::baseline_s)
@@ -112,7 +116,11 @@ void bind_benchmark(py::module_& m) {
         .def_readonly("diff_vs_baseline", &Timings::diff_vs_baseline)
         .def_readonly("block_ratio", &Timings::block_ratio)
         .def_readonly("baseline_check", &Timings::baseline_check)
+        .def_readonly("kernel_check", &Timings::kernel_check)
         .def_readonly("baseline_drift", &Timings::baseline_drift)
+        .def_readonly("kernel_drift", &Timings::kernel_drift)
+        .def_readonly("others_before", &Timings::others_before)
+        .def_readonly("others_after", &Timings::others_after)
         .def_readonly("interleaved", &Timings::interleaved)
         .def_readonly("flags", &Timings::flags)
         .def_readonly("ratio_trusted", &Timings::ratio_trusted);
@@ -157,6 +165,7 @@ void bind_benchmark(py::module_& m) {
         });
     }, py::arg("backend"), py::arg("baseline") = "auto");
     m.def("relative_spread", &relative_spread, py::arg("samples"));
+    m.def("other_runnable_threads", &other_runnable_threads);
     m.def("bench_bytes", [](int64_t M, int64_t N, int64_t K) { return bench_bytes(Problem::dense(M, N, K)); },
           py::arg("M"), py::arg("N"), py::arg("K"));
     m.def("available_memory_bytes", &available_memory_bytes);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "comparison.hpp"
+#include "contention.hpp"
 #include "context.hpp"
 #include "core/errors.hpp"
 #include "core/interrupt.hpp"
@@ -85,29 +86,42 @@ std::optional<Timings> BaselineComparison::baseline_row() const {
 
 Timings BaselineComparison::measure(const Kernel& kernel) {
     kernel.info().check(bench_.problem());
+    // Host-timed backends share the cores with whatever else runs on the machine.
+    const std::string& backend = kernel.info().backend;
+    bool watch = policy_.watch_contention && (backend == "cpu" || backend == "metal-emu");
     Timings t;
+    if (watch) t.others_before = other_runnable_threads();
     static_cast<BenchResult&>(t) = bench_.run(kernel, opts_);
     t.precision = kernel.info().precision;
     if (t.device_spread() > policy_.spread_limit) t.flags.push_back(flag::noisy);
-    if (!base_result_) return t;
+    if (!base_result_) {
+        if (watch) t.others_after = other_runnable_threads();
+        if (watch && contended(std::min(t.others_before, t.others_after), t.threads)) t.flags.push_back(flag::busy);
+        return t;
+    }
 
     t.baseline = base_result_;
     t.diff_vs_baseline = bench_.max_abs_diff(bench_.last_output(), base_out_);
-    t.block_ratio = base_result_->device_median() / t.device_median();
+    double before = latest_base_median_;
+    t.block_ratio = before / t.device_median();
     t.ratio = t.block_ratio;
     if (base_result_->device_spread() > policy_.spread_limit) t.flags.push_back(flag::baseline_noisy);
 
-    // The check: the baseline again, right after the kernel, against its latest median.
+    // The checks: the baseline right after the kernel, then the kernel again. A change
+    // that began or ended around the kernel's block shows in one of them.
     BenchOptions check = opts_;
     check.verify = false;
     check.warmup = std::min(opts_.warmup, 1);
     check.iters = std::max(policy_.check_iters, 1);
     t.baseline_check = bench_.run(*base_, check);
     settle();
+    t.kernel_check = bench_.run(kernel, check);
+    if (watch) t.others_after = other_runnable_threads();
     double after = t.baseline_check->device_median();
-    t.baseline_drift = relative_change(latest_base_median_, after);
+    t.baseline_drift = relative_change(before, after);
+    t.kernel_drift = relative_change(t.device_median(), t.kernel_check->device_median());
     latest_base_median_ = after;
-    if (t.baseline_drift > policy_.drift_limit) t.flags.push_back(flag::drift);
+    if (t.baseline_drift > policy_.drift_limit || t.kernel_drift > policy_.drift_limit) t.flags.push_back(flag::drift);
 
     if (!t.flags.empty()) {
         t.interleaved = interleave(kernel);
@@ -121,6 +135,13 @@ Timings BaselineComparison::measure(const Kernel& kernel) {
             t.ratio_trusted = false;
             t.ratio = t.block_ratio;
         }
+    }
+    if (watch && contended(std::min(t.others_before, t.others_after), t.threads)) {
+        // A load present from the start to the end of the row slows both sides without
+        // showing in any spread or check; with different thread counts it still moves
+        // their ratio, so the ratio is not that of a quiet machine.
+        t.flags.push_back(flag::busy);
+        t.ratio_trusted = false;
     }
     return t;
 }

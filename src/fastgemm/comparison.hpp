@@ -4,15 +4,18 @@
 //
 //   1. the baseline is verified and timed once, on the Bench's inputs, then settles;
 //   2. each kernel is verified and timed on the same inputs; its output is compared
-//      with the baseline's;
-//   3. the baseline is re-timed briefly right after the kernel (the "check"), so each
-//      kernel is bracketed by baseline measurements and a machine that changed while
-//      the kernel ran shows as drift;
+//      with the baseline's, and its ratio is the baseline's latest median over its own;
+//   3. the checks: the baseline, then the kernel, re-timed briefly right after, so each
+//      kernel's block is bracketed by measurements of both, and a machine that changed
+//      during the block shows as drift in one of them;
 //   4. a row whose kernel or baseline spread, or whose drift, is above the policy's
 //      limits is re-measured interleaved with the baseline (ABAB..., each slot a warm
 //      call then a timed one), and its ratio is the median of the per-pair ratios; when
 //      even those pairs disagree the row is flagged unstable and its ratio is not to be
-//      trusted.
+//      trusted;
+//   5. for CPU kernels, other processes' runnable threads are counted before and after
+//      the row (contention.hpp); a row that shared its cores throughout is flagged busy
+//      and its ratio is not trusted either.
 //
 // The flags and every sample are kept in the returned Timings (docs/measurement.md).
 #pragma once

@@ -21,11 +21,12 @@ namespace fastgemm {
 struct MeasurementPolicy {
     // A row whose spread (relative_spread: IQR / median) exceeds this is noisy.
     double spread_limit = 0.10;
-    // The baseline is re-timed right after each kernel; when its median moved by more
-    // than this (max/min - 1) against its previous measurement, the machine changed
-    // while the kernel ran.
+    // After each kernel the baseline and then the kernel are re-timed briefly (the
+    // checks). When the baseline's median moved by more than this (max/min - 1) from its
+    // previous measurement, or the kernel's from its block, the machine changed around
+    // the kernel's block.
     double drift_limit = 0.10;
-    int check_iters = 3;  // timed iterations of that baseline check (after one warm-up)
+    int check_iters = 3;  // timed iterations of each check (after one warm-up)
     // A flagged row is re-measured interleaved with its baseline: this many pairs of one
     // baseline iteration then one kernel iteration (ABAB...), at least 3 of them when
     // the kernel's max_seconds cuts the run short.
@@ -34,6 +35,10 @@ struct MeasurementPolicy {
     // for about 0.1 s after a call, go idle before the kernel is timed. Negative: the
     // default, 0.15 s after a multi-threaded CPU baseline and none otherwise.
     double settle_seconds = -1.0;
+    // Ask the operating system before and after each row of a CPU kernel whether other
+    // processes' threads compete for the cores (contention.hpp). Off in tests that
+    // script the clock, where the real machine's load must not change the outcome.
+    bool watch_contention = true;
 };
 
 // The ABAB re-measure of a flagged row: pair i is baseline_s[i] then kernel_s[i].
@@ -47,7 +52,8 @@ struct Interleaved {
 namespace flag {
 inline constexpr const char* noisy = "noisy";                    // the kernel's spread > limit
 inline constexpr const char* baseline_noisy = "baseline-noisy";  // the baseline's spread > limit
-inline constexpr const char* drift = "drift";                    // the baseline moved around the kernel
+inline constexpr const char* drift = "drift";                    // a check disagreed with its block
+inline constexpr const char* busy = "busy";  // other processes competed for the cores throughout the row
 inline constexpr const char* remeasured = "remeasured";          // ratio from the interleaved re-measure
 inline constexpr const char* disagrees = "disagrees";  // interleaved ratio differs from the block ratio
 inline constexpr const char* unstable = "unstable";    // even the interleaved pairs disagree
@@ -62,12 +68,20 @@ struct Timings : BenchResult {
     // re-measured one, block_ratio again (with ratio_trusted false) for an unstable one.
     double ratio = 0.0;
     double diff_vs_baseline = 0.0;
-    double block_ratio = 0.0;                   // baseline block median / kernel median
+    // The baseline's latest median before this kernel (its block, or the previous
+    // row's check) / this kernel's block median.
+    double block_ratio = 0.0;
     std::optional<BenchResult> baseline_check;  // the baseline re-timed right after the kernel
+    std::optional<BenchResult> kernel_check;    // then the kernel again
     double baseline_drift = 0.0;                // see MeasurementPolicy::drift_limit
+    double kernel_drift = 0.0;
+    // Other processes' runnable threads when the row started and when it ended (-1:
+    // unknown, or not watched).
+    int others_before = -1, others_after = -1;
     std::optional<Interleaved> interleaved;     // set when the row was re-measured
     std::vector<std::string> flags;             // names from fastgemm::flag, in order
-    // False when the ratio could not be measured (flag::unstable): show it as doubtful.
+    // False when the ratio could not be measured (flag::unstable, flag::busy): show it
+    // as doubtful.
     bool ratio_trusted = true;
 
     bool has_flag(const std::string& name) const {
