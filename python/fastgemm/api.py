@@ -272,10 +272,12 @@ class BenchResult:
     """One kernel verified and timed natively (times in seconds, per iteration).
 
     With a baseline, ``ratio`` is what to report (baseline time / this kernel's time,
-    > 1 is faster) and ``flags`` says how far it can be trusted: a row whose spread or
-    whose baseline's stability was above the limits is re-measured interleaved with the
-    baseline ("remeasured", ratio from the interleaving) and, when even that disagrees,
-    marked "unstable" with ``ratio_trusted`` False. docs/measurement.md has the rules.
+    > 1 is faster) and ``flags`` says how far it can be trusted: a row whose spread, or
+    whose re-check of the baseline or the kernel, moved by more than the limits is
+    re-measured interleaved with the baseline ("remeasured", ratio from the
+    interleaving); when even that disagrees it is "unstable", and a CPU row that shared
+    its cores with other processes throughout is "busy"; both leave ``ratio_trusted``
+    False. docs/measurement.md has the rules.
     """
 
     kernel: str
@@ -300,11 +302,14 @@ class BenchResult:
     ratio: Optional[float] = None  # baseline time / this kernel's time: > 1 is faster
     diff_vs_baseline: Optional[float] = None  # max |C - C_baseline| on the same inputs
     extra: dict = field(default_factory=dict)
-    flags: List[str] = field(default_factory=list)  # "noisy", "drift", "remeasured", "unstable", ...
+    flags: List[str] = field(default_factory=list)  # "noisy", "drift", "remeasured", "unstable", "busy", ...
     ratio_trusted: Optional[bool] = None  # None without a baseline
     block_ratio: Optional[float] = None  # from the two timed blocks, before any re-measure
     baseline_drift: Optional[float] = None  # the baseline's change across this kernel's run
     baseline_check_times: List[float] = field(default_factory=list)  # the baseline re-timed after it
+    kernel_drift: Optional[float] = None  # this kernel's change between its block and its check
+    kernel_check_times: List[float] = field(default_factory=list)  # then this kernel re-timed
+    others_runnable: Optional[List[int]] = None  # other processes' runnable threads before, after
     interleaved: Optional[dict] = None  # the ABAB re-measure: baseline_s, kernel_s, ratio, spread
 
     @property
@@ -369,6 +374,8 @@ class BenchResult:
         """From the core's Timings (one kernel measured by the core's BaselineComparison)."""
         result = cls.from_native(t, t.precision)
         result.flags = list(t.flags)
+        if t.others_before >= 0 or t.others_after >= 0:
+            result.others_runnable = [t.others_before, t.others_after]
         if t.baseline is None:
             return result
         if baseline_result is None:
@@ -381,6 +388,8 @@ class BenchResult:
         result.diff_vs_baseline = t.diff_vs_baseline
         result.baseline_drift = t.baseline_drift
         result.baseline_check_times = list(t.baseline_check.device_s) if t.baseline_check is not None else []
+        result.kernel_drift = t.kernel_drift
+        result.kernel_check_times = list(t.kernel_check.device_s) if t.kernel_check is not None else []
         if t.interleaved is not None:
             il = t.interleaved
             result.interleaved = {"baseline_s": list(il.baseline_s), "kernel_s": list(il.kernel_s),
@@ -392,7 +401,8 @@ class BenchResult:
             "kernel", "backend", "M", "N", "K", "threads", "precision", "verified", "passed",
             "max_abs_diff", "rel_err", "tolerance", "checksum", "truncated", "baseline", "ratio",
             "diff_vs_baseline", "device_times", "host_times", "prep_times", "flags", "ratio_trusted",
-            "block_ratio", "baseline_drift", "baseline_check_times", "interleaved")}
+            "block_ratio", "baseline_drift", "baseline_check_times", "kernel_drift", "kernel_check_times",
+            "others_runnable", "interleaved")}
         d.update(device_median=self.device_median, device_min=self.device_min, device_spread=self.device_spread,
                  host_median=self.host_median, host_min=self.host_min, host_spread=self.host_spread,
                  gflops=self.gflops)
@@ -413,42 +423,36 @@ def _resolve_backend_for(kernel: str, backend: Optional[str]) -> str:
     return owners[0]
 
 
-def run_baseline(bench, backend: str, name: str, warmup: int, iters: int, verify: bool, max_seconds: float):
-    """Times a baseline on a Bench: (its BenchResult, a copy of its output C)."""
-    b = bench.run(backend, name, warmup, iters, verify, max_seconds)
-    result = BenchResult.from_native(b, _fastgemm.kernel_info(backend, b.kernel).precision)
-    output = bench.output()
-    settle_after_baseline(backend)
-    return result, output
-
-
-def compare_with_baseline(result: "BenchResult", bench, base: "BenchResult", base_out) -> None:
-    """Fills result's ratio and max |C - C_baseline| from the Bench's latest output."""
-    result.baseline = base.kernel
-    result.baseline_result = base
-    result.ratio = base.device_median / result.device_median
-    result.diff_vs_baseline = (float(np.max(np.abs(bench.output().astype(np.float64) - base_out)))
-                               if result.M and result.N else 0.0)
-
-
-def settle_after_baseline(backend: str) -> None:
-    """Lets a CPU BLAS's worker threads go idle before the next kernel is timed.
-
-    OpenBLAS's workers keep spinning for about 0.1 s after a call; on a machine with few
-    cores they would take a core from whatever is timed next and halve its numbers.
-    """
-    if backend == "cpu" and _fastgemm.get_num_threads() > 1:
-        import time
-
-        time.sleep(0.3)
-
-
 def default_baseline(backend: str) -> Optional[str]:
     """The first baseline kernel of a backend (openblas, accelerate, mps, cublas...)."""
     for k in _fastgemm.kernels(backend):
         if k.baseline:
             return k.name
     return None
+
+
+_INT64_MAX = 2 ** 63 - 1
+_INT32_MAX = 2 ** 31 - 1
+_UINT64_MAX = 2 ** 64 - 1
+
+
+def _check_count(value, name: str, low: int, high: int) -> int:
+    """A whole number (Python or numpy integer, not bool) in [low, high], as int."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    v = int(value)
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {v}")
+    return v
+
+
+def _check_seconds(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not (v >= 0 and math.isfinite(v)):
+        raise ValueError(f"{name} must be a finite number >= 0 (0 = no cap), got {v}")
+    return v
 
 
 def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, verify=True,
@@ -460,28 +464,33 @@ def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, ve
     True for the backend's vendor baseline); it runs on the same inputs in the same
     call, and ``ratio`` = baseline time / kernel time (> 1 means faster than the
     baseline). Times are per iteration, measured in native code around the kernel
-    (device) and around the complete call (host).
+    (device) and around the complete call (host). The measurement is the core's one
+    baseline-then-kernel path: see :class:`BenchResult` for the flags it sets.
     """
-    N = M if N is None else N
-    K = M if K is None else K
-    for name, v in (("M", M), ("N", N), ("K", K), ("warmup", warmup), ("iters", iters)):
-        if not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    if iters < 1:
-        raise ValueError("iters must be >= 1")
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must be a name (str), got {type(kernel).__name__}; see fastgemm.kernels()")
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"backend must be a name (str) or None, got {type(backend).__name__}")
+    M = _check_count(M, "M", 0, _INT64_MAX)
+    N = M if N is None else _check_count(N, "N", 0, _INT64_MAX)
+    K = M if K is None else _check_count(K, "K", 0, _INT64_MAX)
+    warmup = _check_count(warmup, "warmup", 0, _INT32_MAX)
+    iters = _check_count(iters, "iters", 1, _INT32_MAX)
+    seed = _check_count(seed, "seed", 0, _UINT64_MAX)
+    max_seconds = _check_seconds(max_seconds, "max_seconds")
+    verify = _check_flag(verify, "verify")
+    trans_a = _check_flag(trans_a, "trans_a")
+    trans_b = _check_flag(trans_b, "trans_b")
+    alpha = _check_scalar(alpha, "alpha")
+    beta = _check_scalar(beta, "beta")
+    if baseline is not None and not isinstance(baseline, (bool, str)):
+        raise TypeError(f"baseline must be a kernel name, True or None, got {type(baseline).__name__}")
     be = _resolve_backend_for(kernel, backend)
-    if bench is None:
-        bench = _fastgemm.Bench(int(M), int(N), int(K), bool(trans_a), bool(trans_b),
-                                float(alpha), float(beta), int(seed))
-    base_result = base_out = None
     if baseline is True or baseline == "auto":
         baseline = default_baseline(be)
         if baseline is None:
             raise NotFoundError(f"backend '{be}' has no baseline kernel")
-    if baseline:
-        base_result, base_out = run_baseline(bench, be, baseline, warmup, iters, verify, max_seconds)
-    r = bench.run(be, kernel, warmup, iters, verify, max_seconds)
-    result = BenchResult.from_native(r, _fastgemm.kernel_info(be, r.kernel).precision)
-    if base_result is not None:
-        compare_with_baseline(result, bench, base_result, base_out)
-    return result
+    if bench is None:
+        bench = _fastgemm.Bench(M, N, K, trans_a, trans_b, alpha, beta, seed)
+    t = _fastgemm.benchmark(bench, be, kernel, baseline or "", warmup, iters, verify, max_seconds)
+    return BenchResult.from_timings(t)

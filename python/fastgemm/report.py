@@ -104,10 +104,11 @@ def table(results, baseline=None, *, time_label="device time", notes: Iterable[s
     flagged = [r for r in results if r.flags]
     if flagged:
         limit = f" above {100 * spread_limit:g}%" if spread_limit else ""
-        lines.append(f"flags: noisy / baseline-noisy = spread{limit}; drift = the baseline moved{limit} while "
-                     f"the kernel ran; remeasured = ratio from an interleaved baseline/kernel re-measure; "
-                     f"disagrees = that ratio differs from the first; unstable = even interleaved it did not settle, "
-                     f"so the ratio in parentheses is not a measurement")
+        lines.append(f"flags: noisy / baseline-noisy = spread{limit}; drift = a re-check of the baseline or the "
+                     f"kernel right after its block moved{limit}; remeasured = ratio from an interleaved "
+                     f"baseline/kernel re-measure; disagrees = that ratio differs from the first; unstable = even "
+                     f"interleaved it did not settle; busy = other processes competed for the cores throughout; "
+                     f"a ratio in parentheses with '?' is not a measurement")
     if peak_gflops and any(r.precision != "fp32" for r in results):
         lines.append("% peak: FP32 FMA peak; tf32 and fp32x3 rungs run on matrix units, which it does not bound")
     if probe_problem:
