@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from fastgemm import cli, stability
+from fastgemm.cli import child
 
 # Seed 003's 30 per-process bests of Accelerate (ms), as printed there.
 SEED_MS = ([0.151] * 4 + [0.153] * 2 + [0.155] + [0.156] * 3 + [0.157] * 2 + [0.159] * 2 + [0.161] * 4 +
@@ -38,15 +39,15 @@ def test_summary_statistics():
 
 
 def test_run_once_in_process_verifies_and_times():
-    rec = stability.run_once("cpu", "ikj", (9, 7, 5), warmup=0, iters=3)
+    rec = child.run_once("cpu", "ikj", (9, 7, 5), warmup=0, iters=3)
     assert rec["passed"] is True and len(rec["device_s"]) == 3 and all(t > 0 for t in rec["device_s"])
 
 
 def test_run_once_child_prints_one_result_line():
-    cmd = stability.run_once_command("cpu", "kij", (8, 8, 8), warmup=0, iters=2)
+    cmd = child.command("cpu", "kij", (8, 8, 8), warmup=0, iters=2)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    rec = stability.parse_run_once_output(proc.stdout)
+    rec = child.parse_output(proc.stdout)
     assert rec["kernel"] == "kij" and rec["M"] == 8 and len(rec["device_s"]) == 2
 
 

@@ -8,7 +8,6 @@ timing loop run in the native core with the GIL released.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import List, Optional
 
@@ -255,7 +254,16 @@ def zeros(shape, *, align: int = 16384) -> np.ndarray:
 
 @dataclass
 class BenchResult:
-    """One kernel verified and timed natively (times in seconds, per iteration)."""
+    """One kernel verified and timed natively (times in seconds, per iteration).
+
+    With a baseline, ``ratio`` is what to report (baseline time / this kernel's time,
+    > 1 is faster) and ``flags`` says how far it can be trusted: a row whose spread, or
+    whose re-check of the baseline or the kernel, moved by more than the limits is
+    re-measured interleaved with the baseline ("remeasured", ratio from the
+    interleaving); when even that disagrees it is "unstable", and a CPU row that shared
+    its cores with other processes throughout is "busy"; both leave ``ratio_trusted``
+    False. docs/measurement.md has the rules.
+    """
 
     kernel: str
     backend: str
@@ -279,6 +287,15 @@ class BenchResult:
     ratio: Optional[float] = None  # baseline time / this kernel's time: > 1 is faster
     diff_vs_baseline: Optional[float] = None  # max |C - C_baseline| on the same inputs
     extra: dict = field(default_factory=dict)
+    flags: List[str] = field(default_factory=list)  # "noisy", "drift", "remeasured", "unstable", "busy", ...
+    ratio_trusted: Optional[bool] = None  # None without a baseline
+    block_ratio: Optional[float] = None  # from the two timed blocks, before any re-measure
+    baseline_drift: Optional[float] = None  # the baseline's change across this kernel's run
+    baseline_check_times: List[float] = field(default_factory=list)  # the baseline re-timed after it
+    kernel_drift: Optional[float] = None  # this kernel's change between its block and its check
+    kernel_check_times: List[float] = field(default_factory=list)  # then this kernel re-timed
+    others_runnable: Optional[List[int]] = None  # other processes' runnable threads before, after
+    interleaved: Optional[dict] = None  # the ABAB re-measure: baseline_s, kernel_s, ratio, spread
 
     @property
     def flops(self) -> float:
@@ -293,12 +310,21 @@ class BenchResult:
         return float(np.min(self.device_times))
 
     @property
+    def device_spread(self) -> float:
+        """Interquartile range / median of the device times (the core's relative_spread)."""
+        return _fastgemm.relative_spread(list(self.device_times))
+
+    @property
     def host_median(self) -> float:
         return float(np.median(self.host_times))
 
     @property
     def host_min(self) -> float:
         return float(np.min(self.host_times))
+
+    @property
+    def host_spread(self) -> float:
+        return _fastgemm.relative_spread(list(self.host_times))
 
     @property
     def prep_median(self) -> float:
@@ -328,58 +354,56 @@ class BenchResult:
             checksum=v.checksum, truncated=r.truncated, precision=precision,
         )
 
+    @classmethod
+    def from_timings(cls, t, baseline_result: Optional["BenchResult"] = None) -> "BenchResult":
+        """From the core's Timings (one kernel measured by the core's BaselineComparison)."""
+        result = cls.from_native(t, t.precision)
+        result.flags = list(t.flags)
+        if t.others_before >= 0 or t.others_after >= 0:
+            result.others_runnable = [t.others_before, t.others_after]
+        if t.baseline is None:
+            return result
+        if baseline_result is None:
+            baseline_result = cls.from_native(t.baseline, _fastgemm.kernel_info(t.backend, t.baseline.kernel).precision)
+        result.baseline = baseline_result.kernel
+        result.baseline_result = baseline_result
+        result.ratio = t.ratio
+        result.ratio_trusted = t.ratio_trusted
+        result.block_ratio = t.block_ratio
+        result.diff_vs_baseline = t.diff_vs_baseline
+        result.baseline_drift = t.baseline_drift
+        result.baseline_check_times = list(t.baseline_check.device_s) if t.baseline_check is not None else []
+        result.kernel_drift = t.kernel_drift
+        result.kernel_check_times = list(t.kernel_check.device_s) if t.kernel_check is not None else []
+        if t.interleaved is not None:
+            il = t.interleaved
+            result.interleaved = {"baseline_s": list(il.baseline_s), "kernel_s": list(il.kernel_s),
+                                  "ratio": il.ratio, "spread": il.spread}
+        return result
+
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in (
             "kernel", "backend", "M", "N", "K", "threads", "precision", "verified", "passed",
             "max_abs_diff", "rel_err", "tolerance", "checksum", "truncated", "baseline", "ratio",
-            "diff_vs_baseline", "device_times", "host_times", "prep_times")}
-        d.update(device_median=self.device_median, device_min=self.device_min,
-                 host_median=self.host_median, host_min=self.host_min, gflops=self.gflops)
+            "diff_vs_baseline", "device_times", "host_times", "prep_times", "flags", "ratio_trusted",
+            "block_ratio", "baseline_drift", "baseline_check_times", "kernel_drift", "kernel_check_times",
+            "others_runnable", "interleaved")}
+        d.update(device_median=self.device_median, device_min=self.device_min, device_spread=self.device_spread,
+                 host_median=self.host_median, host_min=self.host_min, host_spread=self.host_spread,
+                 gflops=self.gflops)
         d.update(self.extra)
         return d
 
 
 def _resolve_backend_for(kernel: str, backend: Optional[str]) -> str:
+    """The backend a benchmark of `kernel` runs on: the one named, or the core's rule
+    for backend "auto" (the best available backend that has a kernel of that name), the
+    same rule sgemm uses."""
     if backend and backend != "auto":
         return backend
-    best = _fastgemm.best_backend()
-    if kernel == "auto" or _fastgemm.kernels(best) and any(k.name == kernel for k in _fastgemm.kernels(best)):
-        return best
-    owners = [b.name for b in _fastgemm.backends()
-              if b.available and any(k.name == kernel for k in _fastgemm.kernels(b.name))]
-    if not owners:
-        raise NotFoundError(f"no available backend has a kernel named '{kernel}'; see fastgemm.kernels()")
-    return owners[0]
-
-
-def run_baseline(bench, backend: str, name: str, warmup: int, iters: int, verify: bool, max_seconds: float):
-    """Times a baseline on a Bench: (its BenchResult, a copy of its output C)."""
-    b = bench.run(backend, name, warmup, iters, verify, max_seconds)
-    result = BenchResult.from_native(b, _fastgemm.kernel_info(backend, b.kernel).precision)
-    output = bench.output()
-    settle_after_baseline(backend)
-    return result, output
-
-
-def compare_with_baseline(result: "BenchResult", bench, base: "BenchResult", base_out) -> None:
-    """Fills result's ratio and max |C - C_baseline| from the Bench's latest output."""
-    result.baseline = base.kernel
-    result.baseline_result = base
-    result.ratio = base.device_median / result.device_median
-    result.diff_vs_baseline = (float(np.max(np.abs(bench.output().astype(np.float64) - base_out)))
-                               if result.M and result.N else 0.0)
-
-
-def settle_after_baseline(backend: str) -> None:
-    """Lets a CPU BLAS's worker threads go idle before the next kernel is timed.
-
-    OpenBLAS's workers keep spinning for about 0.1 s after a call; on a machine with few
-    cores they would take a core from whatever is timed next and halve its numbers.
-    """
-    if backend == "cpu" and _fastgemm.get_num_threads() > 1:
-        import time
-
-        time.sleep(0.3)
+    if kernel == "auto":
+        return _fastgemm.best_backend()
+    return _fastgemm.resolve_kernel("auto", kernel).backend
 
 
 def default_baseline(backend: str) -> Optional[str]:
@@ -399,28 +423,32 @@ def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, ve
     True for the backend's vendor baseline); it runs on the same inputs in the same
     call, and ``ratio`` = baseline time / kernel time (> 1 means faster than the
     baseline). Times are per iteration, measured in native code around the kernel
-    (device) and around the complete call (host).
+    (device) and around the complete call (host). The measurement is the core's one
+    baseline-then-kernel path: see :class:`BenchResult` for the flags it sets.
     """
-    N = M if N is None else N
-    K = M if K is None else K
-    for name, v in (("M", M), ("N", N), ("K", K), ("warmup", warmup), ("iters", iters)):
-        if not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    if iters < 1:
-        raise ValueError("iters must be >= 1")
+    kernel = arguments.name(kernel, "kernel")
+    if backend is not None:
+        backend = arguments.name(backend, "backend")
+    M = arguments.integer(M, "M", 0, arguments.INT64_MAX)
+    N = M if N is None else arguments.integer(N, "N", 0, arguments.INT64_MAX)
+    K = M if K is None else arguments.integer(K, "K", 0, arguments.INT64_MAX)
+    warmup = arguments.integer(warmup, "warmup", 0, arguments.INT32_MAX)
+    iters = arguments.integer(iters, "iters", 1, arguments.INT32_MAX)
+    seed = arguments.integer(seed, "seed", 0, arguments.UINT64_MAX)
+    max_seconds = arguments.seconds(max_seconds, "max_seconds")
+    verify = arguments.flag(verify, "verify")
+    trans_a = arguments.flag(trans_a, "trans_a")
+    trans_b = arguments.flag(trans_b, "trans_b")
+    alpha = arguments.real(alpha, "alpha")
+    beta = arguments.real(beta, "beta")
+    if baseline is not None and not isinstance(baseline, (bool, str)):
+        raise TypeError(f"baseline must be a kernel name, True or None, got {type(baseline).__name__}")
     be = _resolve_backend_for(kernel, backend)
-    if bench is None:
-        bench = _fastgemm.Bench(int(M), int(N), int(K), bool(trans_a), bool(trans_b),
-                                float(alpha), float(beta), int(seed))
-    base_result = base_out = None
     if baseline is True or baseline == "auto":
         baseline = default_baseline(be)
         if baseline is None:
             raise NotFoundError(f"backend '{be}' has no baseline kernel")
-    if baseline:
-        base_result, base_out = run_baseline(bench, be, baseline, warmup, iters, verify, max_seconds)
-    r = bench.run(be, kernel, warmup, iters, verify, max_seconds)
-    result = BenchResult.from_native(r, _fastgemm.kernel_info(be, r.kernel).precision)
-    if base_result is not None:
-        compare_with_baseline(result, bench, base_result, base_out)
-    return result
+    if bench is None:
+        bench = _fastgemm.Bench(M, N, K, trans_a, trans_b, alpha, beta, seed)
+    t = _fastgemm.benchmark(bench, be, kernel, baseline or "", warmup, iters, verify, max_seconds)
+    return BenchResult.from_timings(t)

@@ -8,6 +8,7 @@ message naming the argument. numpy scalars are accepted wherever Python numbers 
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 import warnings
@@ -20,7 +21,9 @@ from .errors import DTypeError, ShapeError
 PRECISIONS = ("fp32", "strict", "tf32")
 MAX_THREADS = _fastgemm.max_threads
 
-_INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1
 
 
 def flag(value, name: str) -> bool:
@@ -40,7 +43,7 @@ def real(value, name: str) -> float:
     return float(value)
 
 
-def integer(value, name: str, low: int = 0, high: int = _INT64_MAX) -> int:
+def integer(value, name: str, low: int = 0, high: int = INT64_MAX) -> int:
     """An int (or numpy integer) in [low, high]."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
@@ -48,6 +51,14 @@ def integer(value, name: str, low: int = 0, high: int = _INT64_MAX) -> int:
     if not low <= value <= high:
         raise ValueError(f"{name} must be between {low} and {high}, got {value}")
     return value
+
+
+def seconds(value, name: str) -> float:
+    """A finite number of seconds >= 0 (0 meaning "no cap" where the caller says so)."""
+    v = real(value, name)
+    if not (v >= 0 and math.isfinite(v)):
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v}")
+    return v
 
 
 def name(value, what: str) -> str:

@@ -1,4 +1,4 @@
-"""`fastgemm explain-diff`: which kernels add up each output in strict increasing-k order.
+"""Which kernels add up each output in strict increasing-k order (`fastgemm explain-diff`).
 
 Seed 003 ("Chasing the zero") saw some loops match Accelerate bit for bit and guessed why:
 the matching loops give every C(i, j) its K products in strict increasing k order, with
@@ -21,16 +21,13 @@ a property of that library on this machine, reported as measured.
 
 from __future__ import annotations
 
-import json
 import re
-import sys
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 import numpy as np
 
 from . import _fastgemm, api
-from .errors import FastgemmError
 
 # float64 carries 29 more fraction bits than float32.
 _F64_TO_F32_DROPPED_BITS = 29
@@ -261,81 +258,3 @@ def conclusions(rows: List[KernelExactness], baseline: Optional[str], meta: dict
         out.append(f"the two references differ in {meta['references_differ_in']} elements "
                    f"(max {_fmt(meta['reference_diff'])}), so the check does tell fused from non-fused.")
     return out
-
-
-def cmd_explain_diff(args) -> int:
-    """The `fastgemm explain-diff` subcommand."""
-    from .cli import _progress, _resolve_backend
-
-    if getattr(args, "threads", None):
-        _fastgemm.set_num_threads(args.threads)
-    backend = _resolve_backend(args.backend)
-    M, N, K = args.shape if args.shape else (args.size, args.size, args.size)
-    baseline = None if args.baseline == "none" else (args.baseline or api.default_baseline(backend))
-    infos = {k.name: k for k in _fastgemm.kernels(backend)}
-    if args.kernels:
-        names = [n.strip() for n in args.kernels.split(",") if n.strip()]
-        unknown = [n for n in names if n not in infos]
-        if unknown:
-            raise FastgemmError(f"unknown kernel(s) for backend {backend}: {', '.join(unknown)}")
-        chosen = [infos[n] for n in names if n != baseline]
-    else:
-        chosen = [k for k in infos.values() if not k.baseline]
-    skipped = []
-    if not args.all:
-        flops = 2.0 * M * N * K
-        skipped = [k.name for k in chosen if flops > k.bench_flops_cap]
-        chosen = [k for k in chosen if flops <= k.bench_flops_cap]
-    rejected = [k.name for k in chosen if not k.accepts(M, N, K)]
-    chosen = [k for k in chosen if k.accepts(M, N, K)]
-
-    rng = np.random.default_rng(args.seed)
-    A = rng.uniform(-1.0, 1.0, size=(M, K)).astype(np.float32)
-    B = rng.uniform(-1.0, 1.0, size=(K, N)).astype(np.float32)
-    rows, meta = check(backend, chosen, A, B, baseline, progress=_progress)
-
-    print(f"fastgemm explain-diff · backend {backend} · {M}x{N}x{K} (M x N x K) · inputs uniform in [-1, 1), "
-          f"seed {args.seed:#x} · alpha 1, beta 0")
-    print("references (numpy): one float32 running sum per C(i,j) over k = 0..K-1;")
-    print("  non-fused: s = fl(s + fl(a*b))  (two roundings)     fused: s = fl(s + a*b)  (one rounding, FMA)")
-    print()
-    print(table(rows, baseline))
-    print()
-    for line in conclusions(rows, baseline, meta):
-        print(f"note: {line}")
-    if skipped:
-        print(f"note: skipped above their size cap (--all runs them): {', '.join(skipped)}")
-    if rejected:
-        print(f"note: not run, their constraints reject {M}x{N}x{K}: {', '.join(rejected)}")
-    if args.json:
-        from . import report
-
-        doc = {"machine": report.machine_record(backend), "shape": [M, N, K], "seed": args.seed,
-               "baseline": baseline, "meta": meta, "kernels": [asdict(r) for r in rows],
-               "conclusions": conclusions(rows, baseline, meta)}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-    contradicted = [r.kernel for r in rows if r.consistent is False]
-    if contradicted:
-        print(f"note: measurement contradicts the written order for: {', '.join(contradicted)}", file=sys.stderr)
-    return 0
-
-
-def add_parser(sub) -> None:
-    """Adds `explain-diff` to the CLI (called from cli.build_parser)."""
-    from .cli import parse_shape, positive_int
-
-    e = sub.add_parser("explain-diff",
-                       help="which kernels add each output in strict k order (bit-exact check vs numpy references)")
-    e.add_argument("--backend", default="auto")
-    g = e.add_mutually_exclusive_group()
-    g.add_argument("--size", type=positive_int, default=512, help="square size (default 512, seed 003's)")
-    g.add_argument("--shape", type=parse_shape, help="MxNxK")
-    e.add_argument("--kernels", help="comma-separated kernel names (default: every kernel of the backend, "
-                                     "including the -O ladder)")
-    e.add_argument("--baseline", help="baseline kernel name, or 'none' (default: the vendor library)")
-    e.add_argument("--all", action="store_true", help="also run kernels above their size cap")
-    e.add_argument("--threads", type=positive_int)
-    e.add_argument("--seed", type=lambda s: int(s, 0), default=0x5EED)
-    e.add_argument("--json", help="write every kernel's classification to this JSON file")
-    e.set_defaults(func=cmd_explain_diff)

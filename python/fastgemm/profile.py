@@ -315,154 +315,17 @@ def xctrace_bandwidth_counters(xctrace: List[str], trace_path: str) -> Dict[str,
     return {n: sum(v) / len(v) for n, v in sums.items()}
 
 
-# --- the command -----------------------------------------------------------------------------
+# --- reports ---------------------------------------------------------------------------------
 
-def _owning_backend(kernel: str, wanted: str) -> Optional[str]:
-    status = {b.name: b for b in _fastgemm.backends()}
-    order = [wanted] if wanted != "auto" else ["cuda", "metal", "cpu", "metal-emu"]
-    for be in order:
-        if be in status and status[be].available and any(k.name == kernel for k in _fastgemm.kernels(be)):
-            return be
-    return None
-
-
-def _model(backend: str, kernel: str, M: int, N: int, K: int) -> Optional[float]:
+def model_intensity(backend: str, kernel: str, M: int, N: int, K: int) -> Optional[float]:
+    """The no-cache model's FLOP/byte for a registered kernel (None when it is not one)."""
     from . import roofline
 
     try:
         info = _fastgemm.kernel_info(backend, kernel)
-    except Exception:
+    except FastgemmError:
         return None
     return roofline.no_cache_intensity(info, M, N, K).flop_per_byte
-
-
-def _missing_tool_message(kernel: str, backend: Optional[str], wanted: str) -> str:
-    status = {b.name: b for b in _fastgemm.backends()}
-    ncu = find_ncu()
-    xct = find_xctrace()
-    lines = []
-    if backend is None:
-        where = wanted if wanted != "auto" else "any available backend"
-        lines.append(f"kernel '{kernel}' is not registered on {where} here.")
-        for be in ("cuda", "metal"):
-            if be in status and not status[be].available:
-                lines.append(f"  backend {be}: unavailable ({status[be].reason})")
-    elif backend in ("cpu", "metal-emu"):
-        lines.append(f"'{kernel}' runs on backend {backend}: fastgemm profile measures GPU device-memory traffic "
-                     f"(Nsight Compute on CUDA, Instruments on Apple GPUs) and has no CPU counter integration "
-                     f"(on Linux, `perf stat` can count last-level-cache misses of a CPU run).")
-    ncu_text = ncu or "not found (install the CUDA toolkit or Nsight Compute; --ncu PATH)"
-    lines.append(f"  Nsight Compute (ncu): {ncu_text}")
-    xct_text = "found" if xct else "not available (macOS with Xcode only)"
-    lines.append(f"  Instruments (xcrun xctrace): {xct_text}")
-    lines.append("  A saved `ncu --csv` profile can still be read: fastgemm profile [KERNEL] --from-csv FILE --size N")
-    return "\n".join(lines)
-
-
-def cmd_profile(args) -> int:
-    shape = args.shape if args.shape else (args.size, args.size, args.size)
-    M, N, K = shape
-    measurements: List[Measurement] = []
-    if args.from_csv:
-        text = open(args.from_csv).read()
-        launches = parse_ncu_csv(text)
-        if args.kernel_regex:
-            launches = [l for l in launches if re.search(args.kernel_regex, l.kernel_name)]
-        backend = args.backend if args.backend != "auto" else "cuda"
-        tool = f"ncu csv {os.path.basename(args.from_csv)}"
-        if args.kernel:
-            m = measurement_from_launches(launches, args.kernel, backend, shape, gemms=args.gemms, tool=tool)
-            m.model_flop_per_byte = _model(backend, args.kernel, M, N, K)
-            measurements.append(m)
-        else:
-            measurements = measurements_by_kernel_name(launches, backend, shape, tool)
-        print(f"fastgemm profile · {args.from_csv} · {M}x{N}x{K} "
-              f"(the shape the profile was taken at: --size/--shape)")
-    else:
-        if not args.kernel:
-            raise FastgemmError("name a kernel to profile (or read a saved profile with --from-csv)")
-        backend = _owning_backend(args.kernel, args.backend)
-        if backend in (None, "cpu", "metal-emu"):
-            model = _model(backend, args.kernel, M, N, K) if backend else None
-            if model is not None:
-                print(f"{args.kernel} on {backend}, {M}x{N}x{K}: no-cache model {model:.3f} FLOP/byte")
-            raise ProfilerUnavailable("cannot profile here:\n"
-                                      + _missing_tool_message(args.kernel, backend, args.backend))
-        from . import stability
-
-        # Exactly one GEMM call in the child: no verification, no warm-up.
-        child = stability.run_once_command(backend, args.kernel, shape, warmup=0, iters=1, verify=False,
-                                           seed=args.seed)
-        if backend == "cuda":
-            ncu = find_ncu(args.ncu)
-            if not ncu:
-                raise ProfilerUnavailable("cannot profile here:\n" + _missing_tool_message(args.kernel, backend,
-                                                                                           args.backend))
-            text = run_under_ncu(ncu, child, args.kernel_regex, extra=args.ncu_arg or ())
-            if args.save_csv:
-                with open(args.save_csv, "w") as f:
-                    f.write(text)
-            m = measurement_from_launches(parse_ncu_csv(text), args.kernel, backend, shape, gemms=1,
-                                          tool=f"ncu ({ncu})")
-            m.notes.append("ncu defaults: caches flushed before the kernel, clocks locked at base")
-        elif backend == "metal":
-            xct = find_xctrace()
-            if not xct:
-                raise ProfilerUnavailable("cannot profile here:\n" + _missing_tool_message(args.kernel, backend,
-                                                                                           args.backend))
-            m = _profile_metal(xct, args, backend, shape)
-        else:
-            raise ProfilerUnavailable(f"no profiler integration for backend {backend}")
-        m.model_flop_per_byte = _model(backend, args.kernel, M, N, K)
-        if not args.no_timing:
-            from . import api
-
-            r = api.benchmark(args.kernel, M, N, K, backend=backend, warmup=2, iters=args.iters, verify=False)
-            m.gflops_timed = r.gflops
-        measurements.append(m)
-        print(f"fastgemm profile · {args.kernel} · backend {backend} · {M}x{N}x{K}")
-    print(report_text(measurements))
-    if args.json:
-        from . import report
-
-        doc = {"machine": report.machine_record(measurements[0].backend if measurements else "cpu"),
-               "measurements": [m.to_dict() for m in measurements]}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-        print(f"measurements written to {args.json} (fastgemm roofline --measured {args.json})")
-    return 0
-
-
-def _profile_metal(xct: List[str], args, backend: str, shape) -> Measurement:
-    """Records the child under Instruments and estimates bytes as bandwidth x GPU time
-    (seed 004's method). Untested here (no macOS)."""
-    from . import stability
-
-    template = args.xctrace_template or "Metal System Trace"
-    trace = args.trace_out or os.path.join(tempfile.mkdtemp(prefix="fastgemm-xctrace-"), "profile.trace")
-    timed = stability.run_once_command(backend, args.kernel, shape, warmup=2, iters=args.iters, verify=False,
-                                       seed=args.seed)
-    record_xctrace(xct, timed, trace, template)
-    counters = xctrace_bandwidth_counters(xct, trace)
-    proc = subprocess.run(timed, capture_output=True, text=True)
-    rec = stability.parse_run_once_output(proc.stdout)
-    gpu_s = min(rec["device_s"])
-    read = next((v for n, v in counters.items() if "read" in n.lower()), None)
-    write = next((v for n, v in counters.items() if "write" in n.lower()), None)
-    if read is None:
-        raise ProfilerUnavailable(
-            f"trace recorded at {trace}, but it holds no GPU bandwidth counter. The '{template}' template records "
-            f"counters only when a counter set is chosen in it; xctrace has no option for that. In Instruments, "
-            f"choose the Metal System Trace template, pick a counter set with GPU Read Bandwidth (e.g. Performance "
-            f"Limiters), save it as a template, and pass it with --xctrace-template PATH.")
-    # Bandwidth counters are rates in GB/s: bytes = rate x GPU time (seed 004, "method").
-    m = Measurement(kernel=args.kernel, backend=backend, M=shape[0], N=shape[1], K=shape[2],
-                    dram_read_bytes=read * 1e9 * gpu_s, dram_write_bytes=(write or 0.0) * 1e9 * gpu_s,
-                    gpu_time_s=gpu_s, launches=[args.kernel], gemms=1, tool=f"xctrace ({template})")
-    m.notes.append(f"trace {trace}; counters averaged over nonzero samples: "
-                   + ", ".join(f"{n} {v:.1f}" for n, v in counters.items()))
-    m.notes.append("GPU counters are sampled for the whole GPU, not per kernel: keep the machine idle")
-    return m
 
 
 def report_text(measurements: Sequence[Measurement]) -> str:
@@ -491,43 +354,28 @@ def report_text(measurements: Sequence[Measurement]) -> str:
     return "\n".join(lines)
 
 
-def load_measurements(path) -> List[dict]:
+def parse_measurements(text: str, source: str = "measurements") -> List[dict]:
     """Records {kernel, flop_per_byte, gflops, ...} from `fastgemm profile --json` output
-    (the input of `fastgemm roofline --measured`)."""
-    with open(path) as f:
-        doc = json.load(f)
-    recs = doc.get("measurements", []) if isinstance(doc, dict) else doc
+    (the input of `fastgemm roofline --measured`); FastgemmError names what is wrong."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise FastgemmError(f"{source}: not JSON ({e})") from None
+    recs = doc.get("measurements") if isinstance(doc, dict) else doc
+    if not isinstance(recs, list):
+        raise FastgemmError(f"{source}: expected a `fastgemm profile --json` file (a 'measurements' list)")
     out = []
-    for r in recs:
-        if not all(k in r for k in ("kernel", "flop_per_byte", "gflops")):
-            raise FastgemmError(f"{path}: a measurement lacks kernel, flop_per_byte or gflops: {r}")
+    for i, r in enumerate(recs):
+        if not isinstance(r, dict) or not all(k in r for k in ("kernel", "flop_per_byte", "gflops")):
+            raise FastgemmError(f"{source}: measurement {i} lacks kernel, flop_per_byte or gflops: {str(r)[:200]}")
+        if not all(isinstance(r[k], (int, float)) and not isinstance(r[k], bool) and r[k] > 0
+                   for k in ("flop_per_byte", "gflops")):
+            raise FastgemmError(f"{source}: measurement {i} ({r['kernel']}) needs positive flop_per_byte and gflops")
         out.append(r)
     return out
 
 
-def add_parser(sub) -> None:
-    from .cli import parse_shape, positive_int
-
-    p = sub.add_parser("profile", help="measured DRAM traffic and intensity from GPU counters (ncu / xctrace)")
-    p.add_argument("kernel", nargs="?", help="kernel name (optional with --from-csv: then one row per kernel "
-                                             "function in the file)")
-    p.add_argument("--backend", default="auto", help="cuda, metal or auto (the backend that has the kernel)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--size", type=positive_int, default=4096, help="square size (default 4096, the seeds' GPU problem)")
-    g.add_argument("--shape", type=parse_shape, help="MxNxK")
-    p.add_argument("--iters", type=positive_int, default=5, help="iterations of the unprofiled timing")
-    p.add_argument("--seed", type=lambda s: int(s, 0), default=0x5EED)
-    p.add_argument("--no-timing", action="store_true", help="skip the unprofiled timing (GFLOP/s from the profile)")
-    p.add_argument("--ncu", help="path of the ncu executable (default: PATH, then /usr/local/cuda/bin)")
-    p.add_argument("--ncu-arg", action="append",
-                   help="extra argument for ncu (repeatable), e.g. --ncu-arg=--clock-control=none")
-    p.add_argument("--kernel-regex", help="count only launches whose CUDA function name matches")
-    p.add_argument("--save-csv", help="also keep ncu's raw CSV here")
-    p.add_argument("--from-csv", help="read a saved `ncu --csv --metrics ...` output instead of running ncu")
-    p.add_argument("--gemms", type=positive_int,
-                   help="with --from-csv and a kernel: GEMM calls in the file (default: launches of its most "
-                        "frequent function)")
-    p.add_argument("--xctrace-template", help="Instruments template (name or path) with a GPU counter set")
-    p.add_argument("--trace-out", help="where to keep the .trace (macOS)")
-    p.add_argument("--json", help="write the measurements here (input of fastgemm roofline --measured)")
-    p.set_defaults(func=cmd_profile)
+def load_measurements(path) -> List[dict]:
+    """parse_measurements of a file."""
+    with open(path) as f:
+        return parse_measurements(f.read(), str(path))

@@ -1,111 +1,21 @@
-"""Run-to-run stability across fresh processes: `fastgemm bench --processes N`.
+"""Run-to-run stability: the distribution of per-process best times.
 
 Seed 003 found Accelerate's SGEMM bimodal: a whole process landed in a fast or a slow
 mode (0.15 ms or 0.79 ms at 512^3), and best-of-8 inside a slow process never saw a fast
-sample. A benchmark inside one process cannot show that. This module launches the same
-measurement in N fresh processes, one after another, takes the best of k iterations in
-each (the seed's best-of), and prints the distribution of those per-process bests: the
-sorted values with counts ("0.151(4) 0.153(2) ..."), min / median / max, and the clusters
-("modes") they fall into, so a user can see whether a library is bimodal on their machine.
-
-Each child runs `python -m fastgemm _run-once ...`, which verifies and times one kernel on
-one problem and prints one line `FASTGEMM_RUN_ONCE {json}`; `fastgemm profile` uses the
-same entry point under a profiler.
+sample. A benchmark inside one process cannot show that. `fastgemm bench --processes N`
+(fastgemm.cli.stability) runs the same measurement in N fresh processes, one after
+another, takes the best of k iterations in each (the seed's best-of), and this module
+describes the distribution of those per-process bests: the sorted values with counts
+("0.151(4) 0.153(2) ..."), min / median / max, and the clusters ("modes") they fall
+into, so a user can see whether a library is bimodal on their machine.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
-from . import _fastgemm
-from .errors import FastgemmError
-
-RESULT_PREFIX = "FASTGEMM_RUN_ONCE "
 # Consecutive sorted per-process bests further apart than this ratio start a new mode.
 DEFAULT_MODE_GAP = 1.25
-
-
-# --- the child: one kernel, one problem, one process --------------------------------------
-
-def run_once(backend: str, kernel: str, shape: Tuple[int, int, int], *, warmup: int = 1, iters: int = 5,
-             verify: bool = True, seed: int = 0x5EED, threads: Optional[int] = None) -> dict:
-    """Verifies (optionally), warms up and times one kernel in this process."""
-    if threads:
-        _fastgemm.set_num_threads(threads)
-    M, N, K = shape
-    t0 = time.perf_counter()
-    bench = _fastgemm.Bench(M, N, K, False, False, 1.0, 0.0, seed)
-    r = bench.run(backend, kernel, warmup, iters, verify, 0.0)
-    v = r.verification
-    return {
-        "pid": os.getpid(), "backend": backend, "kernel": r.kernel, "M": M, "N": N, "K": K,
-        "threads": r.threads, "warmup": warmup, "iters": iters,
-        "device_s": list(r.device_s), "host_s": list(r.host_s),
-        "verified": bool(r.verified), "passed": bool(v.passed) if r.verified else None,
-        "rel_err": float(v.rel_err) if r.verified else None,
-        "wall_s": time.perf_counter() - t0,
-    }
-
-
-def cmd_run_once(args) -> int:
-    """The hidden `_run-once` subcommand (a child of --processes and of `fastgemm profile`)."""
-    shape = args.shape if args.shape else (args.size, args.size, args.size)
-    rec = run_once(args.backend, args.kernel, shape, warmup=args.warmup, iters=args.iters,
-                   verify=not args.no_verify, seed=args.seed, threads=args.threads)
-    sys.stdout.write(RESULT_PREFIX + json.dumps(rec) + "\n")
-    sys.stdout.flush()
-    return 0 if rec["passed"] is not False else 1
-
-
-def run_once_command(backend: str, kernel: str, shape: Sequence[int], *, warmup: int, iters: int,
-                     verify: bool = True, seed: int = 0x5EED, threads: Optional[int] = None) -> List[str]:
-    """argv of a fresh process that runs one measurement (for subprocess, or under a profiler)."""
-    cmd = [sys.executable, "-m", "fastgemm", "_run-once", "--backend", backend, "--kernel", kernel,
-           "--shape", "x".join(str(int(d)) for d in shape), "--warmup", str(warmup), "--iters", str(iters),
-           "--seed", hex(seed)]
-    if threads:
-        cmd += ["--threads", str(threads)]
-    if not verify:
-        cmd.append("--no-verify")
-    return cmd
-
-
-def parse_run_once_output(stdout: str) -> dict:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            return json.loads(line[len(RESULT_PREFIX):])
-    raise FastgemmError("the child process printed no result line")
-
-
-def measure_in_processes(backend: str, kernel: str, shape: Sequence[int], processes: int, *, warmup: int,
-                         iters: int, seed: int = 0x5EED, threads: Optional[int] = None,
-                         verify: str = "first", progress=lambda items, desc: items) -> List[dict]:
-    """Runs the measurement in `processes` fresh processes, one after another.
-
-    verify: "first" verifies in the first process only (the result does not change between
-    processes; the reference costs time), "all" in every one, "none" never.
-    """
-    out = []
-    for i in progress(range(processes), f"{kernel} x{processes} processes"):
-        do_verify = verify == "all" or (verify == "first" and i == 0)
-        cmd = run_once_command(backend, kernel, shape, warmup=warmup, iters=iters, verify=do_verify,
-                               seed=seed, threads=threads)
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode not in (0, 1):
-            raise FastgemmError(f"process {i + 1} of {processes} failed (exit {proc.returncode}): "
-                                f"{proc.stderr.strip()[-500:]}")
-        rec = parse_run_once_output(proc.stdout)
-        if rec["passed"] is False:
-            raise FastgemmError(f"{kernel} FAILED verification in process {i + 1} (rel err {rec['rel_err']:.2e})")
-        rec["index"] = i
-        rec["best_s"] = min(rec["device_s"])
-        out.append(rec)
-    return out
 
 
 # --- the distribution ------------------------------------------------------------------------
@@ -201,70 +111,3 @@ def report_text(kernel: str, s: dict, records: List[dict]) -> str:
         lines.append(f"inside one process (max/min of its {s['best_of']} samples): median "
                      f"{s['within_process_spread_median']:.2f}x, worst {s['within_process_spread_max']:.2f}x")
     return "\n".join(lines)
-
-
-def cmd_bench_processes(args, backend: str, baseline: Optional[str]) -> int:
-    """`fastgemm bench --processes N`: the named kernels (default: the baseline) in N fresh processes."""
-    from . import report
-    from .cli import _progress
-
-    if args.sizes and len(args.sizes) > 1:
-        raise FastgemmError("--processes measures one problem: give --size or --shape, not --sizes")
-    if args.kernels:
-        names = [n.strip() for n in args.kernels.split(",") if n.strip()]
-    elif baseline:
-        names = [baseline]
-    else:
-        raise FastgemmError(f"backend {backend} has no baseline: name kernels with --kernels")
-    known = {k.name for k in _fastgemm.kernels(backend)}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise FastgemmError(f"unknown kernel(s) for backend {backend}: {', '.join(unknown)}")
-    if args.sizes:
-        shape = (args.sizes[0],) * 3
-    else:
-        shape = args.shape if args.shape else (args.size, args.size, args.size)
-    M, N, K = shape
-    flops = 2.0 * M * N * K
-    st = {b.name: b for b in _fastgemm.backends()}[backend]
-    threads = args.threads or _fastgemm.get_num_threads()
-    print(f"fastgemm {_fastgemm.__version__} bench --processes {args.processes} · backend {backend} · {st.device} · "
-          f"{M}x{N}x{K} · threads {threads}")
-    print(f"each process: {args.warmup} warm-up, best of {args.iters} timed iterations (device time); processes "
-          f"run one after another; verified in the first process")
-    results = {}
-    for name in names:
-        recs = measure_in_processes(backend, name, shape, args.processes, warmup=args.warmup, iters=args.iters,
-                                    seed=args.seed, threads=args.threads, progress=_progress)
-        s = summarize(recs, flops)
-        results[name] = {"summary": s, "processes": recs}
-        print()
-        print(f"[{name}]")
-        print(report_text(name, s, recs))
-    if args.json:
-        doc = {"machine": report.machine_record(backend), "mode": "processes", "backend": backend,
-               "shape": [M, N, K], "warmup": args.warmup, "iters": args.iters, "processes": args.processes,
-               "kernels": results}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-    if args.csv or args.plot:
-        print("note: --csv and --plot are not written with --processes (use --json: it has every sample)")
-    return 0
-
-
-def add_run_once_parser(sub) -> None:
-    """The hidden `_run-once` subcommand: one measurement, one JSON line on stdout."""
-    from .cli import parse_shape, positive_int
-
-    r = sub.add_parser("_run-once")
-    r.add_argument("--backend", required=True)
-    r.add_argument("--kernel", required=True)
-    g = r.add_mutually_exclusive_group()
-    g.add_argument("--size", type=positive_int, default=512)
-    g.add_argument("--shape", type=parse_shape)
-    r.add_argument("--warmup", type=int, default=1)
-    r.add_argument("--iters", type=positive_int, default=5)
-    r.add_argument("--threads", type=positive_int)
-    r.add_argument("--seed", type=lambda s: int(s, 0), default=0x5EED)
-    r.add_argument("--no-verify", action="store_true")
-    r.set_defaults(func=cmd_run_once)

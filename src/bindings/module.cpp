@@ -348,9 +348,17 @@ PYBIND11_MODULE(_fastgemm, m) {
     build["ladder_flags"] = build_flags();
     build["cpu_model"] = cpu_model();
     build["cpu_isa"] = cpu_isa();
+    build["build_type"] = build_type();
+    build["cxx_flags"] = cxx_flags();
+    build["commit"] = source_commit();
+    build["describe"] = source_describe();
+    build["dirty"] = source_dirty();
+    build["pybind11"] = std::to_string(PYBIND11_VERSION_MAJOR) + "." + std::to_string(PYBIND11_VERSION_MINOR) +
+                        "." + std::to_string(PYBIND11_VERSION_PATCH);
     m.attr("build_info") = build;
     m.attr("__version__") = version();
 
+    bind_benchmark(m);
     bind_backend_extras(m);
     fastgemm::bindings::bind_sgemm_call(m);
 }

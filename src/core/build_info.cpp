@@ -1,6 +1,8 @@
 #include "build_info.hpp"
 
 #include <fstream>
+
+#include "build_provenance.hpp"  // generated at every build by cmake/provenance.cmake
 #include <string>
 
 #if defined(__APPLE__)
@@ -12,6 +14,12 @@
 #endif
 #ifndef FASTGEMM_LADDER_FLAGS
 #define FASTGEMM_LADDER_FLAGS "unknown"
+#endif
+#ifndef FASTGEMM_BUILD_TYPE
+#define FASTGEMM_BUILD_TYPE "unknown"
+#endif
+#ifndef FASTGEMM_CXX_FLAGS
+#define FASTGEMM_CXX_FLAGS ""
 #endif
 
 namespace fastgemm {
@@ -36,6 +44,12 @@ std::string compiler() {
 }
 
 std::string build_flags() { return FASTGEMM_LADDER_FLAGS; }
+std::string build_type() { return FASTGEMM_BUILD_TYPE; }
+std::string cxx_flags() { return FASTGEMM_CXX_FLAGS; }
+
+std::string source_commit() { return FASTGEMM_SOURCE_COMMIT; }
+std::string source_describe() { return FASTGEMM_SOURCE_DESCRIBE; }
+std::string source_dirty() { return FASTGEMM_SOURCE_DIRTY; }
 
 std::string cpu_model() {
 #if defined(__APPLE__)

@@ -20,9 +20,7 @@
 
 namespace fastgemm {
 
-namespace {
-
-double median_of(std::vector<double> v) {
+double sample_median(std::vector<double> v) {
     if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
     size_t mid = v.size() / 2;
     std::nth_element(v.begin(), v.begin() + mid, v.end());
@@ -30,6 +28,22 @@ double median_of(std::vector<double> v) {
     if (v.size() % 2) return hi;
     return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + mid));
 }
+
+double relative_spread(std::vector<double> v) {
+    if (v.size() < 2) return 0.0;
+    std::sort(v.begin(), v.end());
+    auto quantile = [&](double q) {
+        double at = q * double(v.size() - 1);
+        size_t lo = size_t(at);
+        size_t hi = std::min(lo + 1, v.size() - 1);
+        return v[lo] + (at - double(lo)) * (v[hi] - v[lo]);
+    };
+    double median = quantile(0.5), iqr = quantile(0.75) - quantile(0.25);
+    if (median > 0) return iqr / median;
+    return iqr > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+}
+
+namespace {
 
 double min_of(const std::vector<double>& v) {
     return v.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::min_element(v.begin(), v.end());
@@ -63,7 +77,8 @@ private:
     std::string what_;
 };
 
-// Bytes of memory this process could still get without swapping, or 0 when unknown.
+}  // namespace
+
 double available_memory_bytes() {
 #if defined(__linux__)
     if (FILE* f = std::fopen("/proc/meminfo", "r")) {
@@ -83,11 +98,18 @@ double available_memory_bytes() {
     return 0.0;
 }
 
-// A Bench holds A, B, the initial C, the latest output and a working C at once. With
-// overcommitting allocators a too-large request "succeeds" and the process is killed
-// while filling it, so refuse up front, with the numbers, instead.
+double bench_bytes(const Problem& p) {
+    // A and B, and up to six copies of C: the initial C, the latest output, a working C,
+    // the verification's poisoned copy and the two of an interleaved re-measure.
+    return sizeof(float) * (double(p.a_span()) + double(p.b_span()) + 6.0 * double(p.c_span()));
+}
+
+namespace {
+
+// With overcommitting allocators a too-large request "succeeds" and the process is
+// killed while filling it, so refuse up front, with the numbers, instead.
 void check_memory_for(const Problem& p) {
-    double bytes = sizeof(float) * (double(p.a_span()) + double(p.b_span()) + 4.0 * double(p.c_span()));
+    double bytes = bench_bytes(p);
     double available = available_memory_bytes();
     if (available > 0 && bytes > 0.9 * available) {
         char msg[320];
@@ -101,11 +123,13 @@ void check_memory_for(const Problem& p) {
 
 }  // namespace
 
-double BenchResult::device_median() const { return median_of(device_s); }
+double BenchResult::device_median() const { return sample_median(device_s); }
 double BenchResult::device_min() const { return min_of(device_s); }
-double BenchResult::host_median() const { return median_of(host_s); }
+double BenchResult::host_median() const { return sample_median(host_s); }
 double BenchResult::host_min() const { return min_of(host_s); }
-double BenchResult::prep_median() const { return median_of(prep_s); }
+double BenchResult::prep_median() const { return sample_median(prep_s); }
+double BenchResult::device_spread() const { return relative_spread(device_s); }
+double BenchResult::host_spread() const { return relative_spread(host_s); }
 double BenchResult::gflops() const { return problem.flops() / device_median() * 1e-9; }
 
 double tolerance_for(Precision precision, int64_t K) {
@@ -256,6 +280,7 @@ BenchResult Bench::run(const Kernel& kernel, const BenchOptions& opts) {
         if (stop()) throw KernelError("interrupted");
         Timing t = launch->run();
         throw_if_interrupted();
+        if (opts.time_source) t.device_s = opts.time_source(kernel.info(), t.device_s);
         r.device_s.push_back(t.device_s);
         r.host_s.push_back(t.host_s);
         r.prep_s.push_back(t.prep_s);

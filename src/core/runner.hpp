@@ -27,6 +27,11 @@ struct Verification {
     bool passed = false;
 };
 
+// Replaces the device time of each timed iteration. Tests inject a scripted, noisy
+// clock here to drive the flagging logic (timings.hpp) without timing anything; empty
+// means the kernel's own clock. It sees the kernel and the time that was measured.
+using TimeSource = std::function<double(const KernelInfo& kernel, double measured_s)>;
+
 struct BenchOptions {
     int warmup = 3;
     int iters = 10;
@@ -34,6 +39,7 @@ struct BenchOptions {
     double max_seconds = 0.0;  // stop timing after this much (at least one iteration); 0 = no cap
     // Asked between iterations; returning true stops the run (Ctrl-C from Python).
     std::function<bool()> should_stop;
+    TimeSource time_source;
 };
 
 struct BenchResult {
@@ -50,8 +56,24 @@ struct BenchResult {
     double host_median() const;
     double host_min() const;
     double prep_median() const;
+    double device_spread() const;  // relative_spread(device_s)
+    double host_spread() const;
     double gflops() const;  // from the median device time
 };
+
+// Median of samples (NaN when there are none).
+double sample_median(std::vector<double> samples);
+
+// The spread of a row: interquartile range / median, with quartiles interpolated
+// linearly between order statistics (numpy.percentile's default). One slow sample in
+// five leaves it small, so it flags a row only when its median itself is in doubt.
+// 0 for fewer than two samples.
+double relative_spread(std::vector<double> samples);
+
+// Bytes that benchmarking `p` allocates (A, B and the copies of C a Bench and an
+// interleaved re-measure hold), and the memory the machine could still give without swapping (0 when unknown).
+double bench_bytes(const Problem& p);
+double available_memory_bytes();
 
 // Relative-error tolerance for a precision class at reduction length K.
 double tolerance_for(Precision precision, int64_t K);

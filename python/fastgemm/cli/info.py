@@ -1,0 +1,65 @@
+"""`fastgemm info`: this build (version, source commit, compiler, flags), this machine,
+every backend with its availability, and the measured roofline ceilings."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .. import _fastgemm, report, roofline
+from .common import check_output_file, description
+
+
+def add_parser(sub) -> None:
+    i = sub.add_parser("info", help="machine, build, backends and their measured roofline ceilings",
+                       description=description(__doc__))
+    i.add_argument("--no-probes", action="store_true", help="skip the peak and bandwidth probes")
+    i.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="print the same as JSON (to FILE when given, else to stdout)")
+    i.set_defaults(func=run)
+
+
+def collect(probe: bool) -> dict:
+    backends = []
+    for b in _fastgemm.backends():
+        c = roofline.cached_ceilings(b.name) if (probe and b.available) else None
+        backends.append({"name": b.name, "available": b.available, "reason": b.reason, "device": b.device,
+                         "properties": dict(b.properties), "ceilings": c.to_dict() if c else None})
+    return {"fastgemm": _fastgemm.__version__, "build": report.provenance(), "cores": _fastgemm.available_cores(),
+            "threads": _fastgemm.get_num_threads(), "backends": backends, "auto": _fastgemm.best_backend(),
+            "machine": report.machine_record(_fastgemm.best_backend())}
+
+
+def run(args) -> int:
+    if args.json not in (None, "-"):
+        check_output_file(args.json, "--json")
+    doc = collect(probe=not args.no_probes)
+    if args.json is not None:
+        text = json.dumps(doc, indent=1) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            report.write_text(args.json, text)
+        return 0
+    build = doc["build"]
+    dirty = {"true": ", with uncommitted changes", "false": ""}.get(build.get("dirty"), "")
+    print(f"fastgemm {build['version']}")
+    print(f"  source        {build.get('describe')} (commit {build.get('commit')}{dirty})")
+    print(f"  compiler      {build['compiler']} ({build.get('build_type')}: {build.get('cxx_flags')})")
+    print(f"  cpu           {build['cpu_model']}")
+    print(f"  cpu isa       {build['cpu_isa']}")
+    print(f"  cores         {doc['cores']} (threads in use: {doc['threads']})")
+    print("backends:")
+    for b in doc["backends"]:
+        if b["available"]:
+            print(f"  {b['name']:<10} available    {b['device']}")
+            for k, v in b["properties"].items():
+                print(f"      {k:<14} {v}")
+            c = b["ceilings"]
+            if c is not None:
+                print(f"      {'peak (probe)':<14} {c['peak_gflops']:,.1f} GFLOP/s fp32: {c['peak_probe']}")
+                print(f"      {'memory (probe)':<14} {c['bandwidth_gbs']:,.1f} GB/s: {c['bandwidth_probe']}")
+        else:
+            print(f"  {b['name']:<10} unavailable  {b['reason']}")
+    print(f"  auto picks: {doc['auto']}")
+    return 0
