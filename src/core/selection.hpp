@@ -20,7 +20,7 @@
 //     random operands of the same dimensions, by the kernels' own device times for one
 //     backend, or by whole calls for backend "auto"; verified by the Bench.
 // Candidates are timed in interleaved rounds for about 10 ms of work in all (at least
-// one run each). A candidate that throws or fails its check is never chosen. When the
+// one run each; a call under 20 us is timed as a batch of about 20 us). A candidate that throws or fails its check is never chosen. When the
 // first candidate's run takes longer than 0.25 s, only it and the vendor baselines are
 // timed, once each. The winner is kept for the class (tuning_table; the Python package
 // saves it per machine and version, and validates it when loading).
