@@ -19,12 +19,18 @@ install(TARGETS fastgemm EXPORT fastgemmTargets
   LIBRARY DESTINATION ${FASTGEMM_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${FASTGEMM_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${FASTGEMM_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/core/ DESTINATION ${FASTGEMM_INSTALL_INCLUDEDIR}/core
-  FILES_MATCHING PATTERN "*.hpp")
-if(EXISTS ${PROJECT_SOURCE_DIR}/src/fastgemm)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/fastgemm/ DESTINATION ${FASTGEMM_INSTALL_INCLUDEDIR}/fastgemm
-    FILES_MATCHING PATTERN "*.hpp")
-endif()
+# The public C++ API: fastgemm/fastgemm.hpp and exactly the headers it includes, directly
+# or through each other (the example in examples/cpp builds against this set in CI). The
+# registry, the interrupt machinery, the benchmark orchestration and the backends stay
+# private to the library.
+set(FASTGEMM_PUBLIC_HEADERS
+  fastgemm/fastgemm.hpp fastgemm/context.hpp fastgemm/timings.hpp fastgemm/trans.hpp
+  core/backend.hpp core/build_info.hpp core/errors.hpp core/kernel.hpp core/kernel_info.hpp
+  core/problem.hpp core/runner.hpp core/selection.hpp core/threads.hpp)
+foreach(_header IN LISTS FASTGEMM_PUBLIC_HEADERS)
+  get_filename_component(_dir ${_header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/src/${_header} DESTINATION ${FASTGEMM_INSTALL_INCLUDEDIR}/${_dir})
+endforeach()
 install(EXPORT fastgemmTargets NAMESPACE fastgemm:: DESTINATION ${FASTGEMM_INSTALL_CMAKEDIR})
 
 # What fastgemmConfig.cmake needs to know about this build. libfastgemm links its BLAS

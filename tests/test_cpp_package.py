@@ -44,6 +44,11 @@ def test_cmake_dir_holds_the_package():
     # The public header includes "core/...", so both folders must be installed side by side.
     assert (include / "fastgemm" / "fastgemm.hpp").is_file()
     assert (include / "core" / "problem.hpp").is_file()
+    # Only the public API: the registry, the interrupt machinery and the benchmark
+    # orchestration are the library's own.
+    for private in ("core/registry.hpp", "core/interrupt.hpp", "core/host_kernel.hpp",
+                    "fastgemm/comparison.hpp", "fastgemm/contention.hpp"):
+        assert not (include / private).exists(), private
     assert list(Path(fastgemm._cmake.library_dir()).glob("*fastgemm*"))
 
 

@@ -435,7 +435,9 @@ const Kernel& run_selected(const std::string& backend_name, const Problem& p, Ac
     if (quick_return(p) || c.kernels.size() == 1 || !autotune_enabled()) {
         const Kernel& k = *c.kernels.front();
         k.run_once(p, A, B, C);
-        if (!quick_return(p)) remember(key, k);
+        // Kept only when a loaded table could hold it too: an auto candidate (a backend
+        // without candidates, the emulator, falls back to its highest rung every time).
+        if (!quick_return(p) && k.info().auto_candidate) remember(key, k);
         return k;
     }
     p.validate();
