@@ -277,7 +277,9 @@ struct Samples {
 
 constexpr double kTuningBudget = 0.010;  // seconds of candidate runs per class
 constexpr double kLongRun = 0.25;        // a run this long: only the baselines compete
+constexpr int kMinRounds = 3;           // interleaved rounds at least (unless a run is long)
 constexpr int kMaxRounds = 5;
+constexpr double kMargin = 0.03;        // the preferred candidate's advantage in a tie
 constexpr double kShortCall = 20e-6;   // seconds: shorter calls are timed in batches
 
 
@@ -296,7 +298,10 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
         errors += (errors.empty() ? "" : "; ") + cands[i]->info().name + ": " + why;
     };
     double spent = 0.0;
-    for (int round = 0; round < kMaxRounds && spent < kTuningBudget; ++round) {
+    bool one_round = false;  // the first run was long: the round in progress is the only one
+    for (int round = 0; round < kMaxRounds && !(round > 0 && one_round) &&
+                        (round < kMinRounds || spent < kTuningBudget);
+         ++round) {
         for (size_t i = 0; i < cands.size(); ++i) {
             if (!ok[i]) continue;
             double t = 0.0;
@@ -316,15 +321,19 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
             spent += t;
             if (round == 0 && i == 0 && t > kLongRun) {
                 for (size_t j = 1; j < cands.size(); ++j) ok[j] = ok[j] && cands[j]->info().baseline;
-                spent = kTuningBudget;  // one round only
+                one_round = true;
             }
         }
     }
+    // The fastest; the preferred candidate (first) keeps the class unless another beats
+    // it by more than kMargin, a difference that one noisy round cannot fake.
     const Kernel* win = nullptr;
     double win_time = 0.0;
-    for (size_t i = 0; i < cands.size(); ++i)
-        if (ok[i] && best[i] < std::numeric_limits<double>::infinity() && (!win || best[i] < win_time))
-            win = cands[i], win_time = best[i];
+    for (size_t i = 0; i < cands.size(); ++i) {
+        if (!ok[i] || !(best[i] < std::numeric_limits<double>::infinity())) continue;
+        const double t = i == 0 ? best[i] / (1.0 + kMargin) : best[i];
+        if (!win || t < win_time) win = cands[i], win_time = t;
+    }
     if (!win) throw KernelError("every kernel=\"auto\" candidate failed: " + errors);
     return *win;
 }

@@ -19,11 +19,14 @@
 //   - select_kernel, without operands (device arrays, Context::select): on a Bench of
 //     random operands of the same dimensions, by the kernels' own device times for one
 //     backend, or by whole calls for backend "auto"; verified by the Bench.
-// Candidates are timed in interleaved rounds for about 10 ms of work in all (at least
-// one run each; a call under 20 us is timed as a batch of about 20 us). A candidate that throws or fails its check is never chosen. When the
-// first candidate's run takes longer than 0.25 s, only it and the vendor baselines are
-// timed, once each. The winner is kept for the class (tuning_table; the Python package
-// saves it per machine and version, and validates it when loading).
+// Candidates are timed in interleaved rounds, at least three and then until about 10 ms
+// of work in all, at most five (a call under 20 us is timed as a batch of about 20 us).
+// When the first candidate's run takes longer than 0.25 s, only it and the vendor
+// baselines are timed, once each. A candidate that throws or fails its check is never
+// chosen. The preferred candidate (the backend's rule, below) keeps the class unless
+// another is faster by more than 3%, which one noisy round cannot fake. The winner is
+// kept for the class (tuning_table; the Python package saves it per machine and
+// version, and validates it when loading).
 //
 // With FASTGEMM_AUTOTUNE=0 (or off/false/no) nothing is timed: the first candidate a
 // backend's preferred() names wins (the cpu backend's rules are in cpu_backend.cpp;
