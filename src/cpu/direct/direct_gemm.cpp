@@ -189,44 +189,24 @@ void direct_gemv(const DirectIsa& d, const Problem& p, const float* A, const flo
         x = packed;
     }
 
-    if (rows_form) {
-        // Column chunks of <= 4096 outputs (16 KiB of sums in L1), dealt out to threads.
-        constexpr int64_t kChunk = 4096;
-        const int64_t chunks = ceil_div(n_out, kChunk);
-        threads = int(std::min<int64_t>(threads, chunks > 1 ? chunks : ceil_div(n_out, 256)));
-        auto range = [&](int64_t j0, int64_t j1) {
-            float* y = scratch(0, std::min(kChunk, j1 - j0));
-            for (int64_t j = j0; j < j1; j += kChunk) {
-                const int64_t n = std::min(kChunk, j1 - j);
+    // Both forms deal out ranges of outputs; each range is done in chunks whose raw sums
+    // go to y, then C = alpha * y + beta * C along the output (a row or a column of C).
+    // Rows form: chunks of 4096 outputs (16 KiB of sums in L1, whole rows of a 4096-wide
+    // matrix). Dot form: 64 stored rows of the matrix at a time.
+    const int64_t chunk = rows_form ? 4096 : 64;
+    const int64_t unit = rows_form ? 16 : chunk;  // ranges start at multiples of this
+    const int64_t chunks = ceil_div(n_out, chunk);
+    threads = int(std::min<int64_t>(threads, rows_form && chunks == 1 ? ceil_div(n_out, 256) : chunks));
+    auto range = [&](int64_t j0, int64_t j1) {
+        float* y = scratch(0, std::min(chunk, j1 - j0));
+        for (int64_t j = j0; j < j1; j += chunk) {
+            const int64_t n = std::min(chunk, j1 - j);
+            if (rows_form)
                 d.gemv_rows_sum(p.K, n, x, mat + j, ld, y);
-                for (int64_t t = 0; t < n; ++t) {
-                    float& out = C[(j + t) * inc_c];
-                    const float r = p.alpha * y[t];
-                    out = p.beta == 0.0f ? r : r + p.beta * out;
-                }
-                if (interrupt_requested()) return;
-            }
-        };
-        if (threads <= 1) return range(0, n_out);
-        parallel_for(threads, [&](int t, int n) {
-            auto [j0, j1] = part(t, n, ceil_div(n_out, 16), 16, n_out);
-            if (j0 < j1) range(j0, j1);
-        });
-        return;
-    }
-
-    // Dot-form: groups of stored rows of the matrix against x, raw sums into a small
-    // buffer, then C = alpha * sum + beta * C along the output (a row or a column of C).
-    constexpr int64_t kGroup = 64;
-    const int64_t groups = ceil_div(n_out, kGroup);
-    threads = int(std::min<int64_t>(threads, groups));
-    auto range = [&](int64_t r0, int64_t r1) {
-        float y[kGroup];
-        for (int64_t r = r0; r < r1; r += kGroup) {
-            const int64_t g = std::min(kGroup, r1 - r);
-            d.gemv_dot_rows(p.K, g, mat + r * ld, ld, x, y);
-            for (int64_t t = 0; t < g; ++t) {
-                float& out = C[(r + t) * inc_c];
+            else
+                d.gemv_dot_rows(p.K, n, mat + j * ld, ld, x, y);
+            for (int64_t t = 0; t < n; ++t) {
+                float& out = C[(j + t) * inc_c];
                 const float v = p.alpha * y[t];
                 out = p.beta == 0.0f ? v : v + p.beta * out;
             }
@@ -235,8 +215,8 @@ void direct_gemv(const DirectIsa& d, const Problem& p, const float* A, const flo
     };
     if (threads <= 1) return range(0, n_out);
     parallel_for(threads, [&](int t, int n) {
-        auto [r0, r1] = part(t, n, groups, kGroup, n_out);
-        if (r0 < r1) range(r0, r1);
+        auto [j0, j1] = part(t, n, ceil_div(n_out, unit), unit, n_out);
+        if (j0 < j1) range(j0, j1);
     });
 }
 
