@@ -308,6 +308,19 @@ def check_plot_file(path: Optional[str], option: str = "--plot") -> Optional[str
     return path
 
 
+def emit_json(doc, path: str) -> None:
+    """`doc` as JSON to stdout (path "-") or written whole to the file at `path`."""
+    import json
+
+    from .. import report
+
+    text = json.dumps(doc, indent=1) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        report.write_text(path, text)
+
+
 def read_input_file(path: str, option: str) -> str:
     """The text of an input file, or UsageError naming what is wrong with it."""
     p = Path(path)

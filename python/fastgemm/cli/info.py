@@ -3,11 +3,9 @@ every backend with its availability, and the measured roofline ceilings."""
 
 from __future__ import annotations
 
-import json
-import sys
 
 from .. import _fastgemm, report, roofline
-from .common import check_output_file, description
+from .common import check_output_file, description, emit_json
 
 
 def add_parser(sub) -> None:
@@ -35,11 +33,7 @@ def run(args) -> int:
         check_output_file(args.json, "--json")
     doc = collect(probe=not args.no_probes)
     if args.json is not None:
-        text = json.dumps(doc, indent=1) + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
-        else:
-            report.write_text(args.json, text)
+        emit_json(doc, args.json)
         return 0
     build = doc["build"]
     dirty = {"true": ", with uncommitted changes", "false": ""}.get(build.get("dirty"), "")

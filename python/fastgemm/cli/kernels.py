@@ -3,11 +3,9 @@ parameters and shape constraints, as a table or (--json) as records."""
 
 from __future__ import annotations
 
-import json
-import sys
 
-from .. import _fastgemm, report
-from .common import UsageError, check_output_file, description
+from .. import _fastgemm
+from .common import UsageError, check_output_file, description, emit_json
 
 
 def add_parser(sub) -> None:
@@ -41,11 +39,7 @@ def run(args) -> int:
     if args.json is not None:
         doc = {"kernels": [record(k) for ks in listed.values() for k in ks],
                "backends_without_kernels": {be: status[be].reason for be, ks in listed.items() if not ks}}
-        text = json.dumps(doc, indent=1) + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
-        else:
-            report.write_text(args.json, text)
+        emit_json(doc, args.json)
         return 0
     for be, ks in listed.items():
         if not ks:
