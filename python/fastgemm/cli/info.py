@@ -3,7 +3,6 @@ every backend with its availability, and the measured roofline ceilings."""
 
 from __future__ import annotations
 
-
 from .. import _fastgemm, report, roofline
 from .common import check_output_file, description, emit_json
 

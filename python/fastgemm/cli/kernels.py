@@ -3,7 +3,6 @@ parameters and shape constraints, as a table or (--json) as records."""
 
 from __future__ import annotations
 
-
 from .. import _fastgemm
 from .common import UsageError, check_output_file, description, emit_json
 
