@@ -109,11 +109,11 @@ void ozaki_reference(const Problem& p, const float* A, const float* B, float* C)
     parallel_for(tasks, [&](int t, int n) {
         for (int64_t i = M * t / n; i < M * (t + 1) / n && !interrupt_requested(); ++i) {
             for (int64_t j = 0; j < N; ++j) {
-                int32_t digit[oz::kModuli];
+                int32_t residue[oz::kModuli];
                 for (int l = 0; l < oz::kModuli; ++l)
-                    digit[l] = oz::crt_digit(residue_dot(a.plane(l, i), b.plane(l, j), K, oz::modulus(l)), l);
+                    residue[l] = residue_dot(a.plane(l, i), b.plane(l, j), K, oz::modulus(l));
                 const size_t e = size_t(i * N + j);
-                result[e] = oz::unscale(oz::crt_reconstruct(digit), a.inverse[size_t(i)], b.inverse[size_t(j)]);
+                result[e] = oz::unscale(oz::crt_reconstruct(residue), a.inverse[size_t(i)], b.inverse[size_t(j)]);
                 bound[e] = oz::element_error_bound(a.bound[size_t(i)], b.bound[size_t(j)], K);
             }
         }

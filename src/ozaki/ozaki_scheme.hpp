@@ -19,7 +19,7 @@
 //     the accumulator reduced mod m between chunks; the residue of the whole sum is exact
 //     for any K.
 //  4. Reconstruct. The Chinese remainder theorem gives C'(i, j) = sum_k A' B' exactly, as
-//     an int64 (crt_reconstruct), from the kModuli residues.
+//     an int64 (crt_reconstruct), from its kModuli residues.
 //  5. Unscale. c = C' / (f_i g_j), rounded once to FP32 (unscale).
 //  6. Certify. The only errors are the roundings of step 1 and the final rounding, bounded
 //     per element by element_error_bound. A 64 x 64 region of C (kRegion) is kept when
@@ -55,21 +55,38 @@ constexpr uint64_t kP = 58977489938315520ull;
 FASTGEMM_OZAKI_HD constexpr int32_t modulus(int l) {
     return l == 0 ? 256 : l == 1 ? 255 : l == 2 ? 253 : l == 3 ? 251 : l == 4 ? 247 : l == 5 ? 241 : 239;
 }
-// P / m_l.
-FASTGEMM_OZAKI_HD constexpr uint64_t cofactor(int l) { return kP / uint64_t(modulus(l)); }
-// (P / m_l)^-1 mod m_l: the CRT weight of residue l is cofactor(l) * inverse_cofactor(l).
-FASTGEMM_OZAKI_HD constexpr int32_t inverse_cofactor(int l) {
-    return l == 0 ? 201 : l == 1 ? 214 : l == 2 ? 195 : l == 3 ? 168 : l == 4 ? 36 : l == 5 ? 149 : 41;
+// The CRT basis: E_l = (P/m_l) ((P/m_l)^-1 mod m_l), congruent to 1 mod m_l and to 0 mod
+// every other modulus, in [0, P).
+FASTGEMM_OZAKI_HD constexpr uint64_t crt_basis(int l) {
+    return l == 0   ? 46306544834380545ull
+           : l == 1 ? 49494834693331456ull
+           : l == 2 ? 45456958648108800ull
+           : l == 3 ? 39474973345167360ull
+           : l == 4 ? 8595909464693760ull
+           : l == 5 ? 36463261414145280ull
+                    : 10117477353434880ull;
 }
-// 1 / m_l rounded to the nearest float: for the quotient estimate of crt_reconstruct.
-FASTGEMM_OZAKI_HD constexpr float inverse_modulus(int l) {
-    return l == 0   ? 0x1p-8f
-           : l == 1 ? 0x1.010102p-8f
-           : l == 2 ? 0x1.03091cp-8f
-           : l == 3 ? 0x1.05198p-8f
-           : l == 4 ? 0x1.0953f4p-8f
-           : l == 5 ? 0x1.0fef02p-8f
-                    : 0x1.12358ep-8f;
+// E_l / P = quotient_hi(l) + quotient_lo(l): hi a multiple of 2^-12 (so that r hi is exact
+// in FP32 for any residue r, and so is a sum of seven such products), lo below 2^-13 in
+// magnitude, the nearest float to the rest (within 2^-38).
+FASTGEMM_OZAKI_HD constexpr float quotient_hi(int l) {
+    return float(l == 0   ? 3216
+                 : l == 1 ? 3437
+                 : l == 2 ? 3157
+                 : l == 3 ? 2742
+                 : l == 4 ? 597
+                 : l == 5 ? 2532
+                          : 703) *
+           0x1p-12f;
+}
+FASTGEMM_OZAKI_HD constexpr float quotient_lo(int l) {
+    return l == 0   ? 0.0f
+           : l == 1 ? 0x1.b5b5b6p-14f
+           : l == 2 ? -0x1.03091cp-20f
+           : l == 3 ? -0x1.d1156cp-14f
+           : l == 4 ? -0x1.8dfdeep-19f
+           : l == 5 ? 0x1.86e792p-14f
+                    : -0x1.5b0bc8p-14f;
 }
 
 // Products of residues per int32 chunk: 2^17 (127^2 2^17 < 2^31; see step 3 above).
@@ -152,26 +169,21 @@ FASTGEMM_OZAKI_HD inline int32_t symmetric_residue(int32_t v, int32_t m) {
 }
 
 // --- Step 4: reconstruction ---------------------------------------------------------------
-// The CRT digit of residue r of modulus l: (r (P/m_l)^-1) mod m_l, in [0, m_l).
-FASTGEMM_OZAKI_HD inline int32_t crt_digit(int32_t r, int l) {
-    const int32_t m = modulus(l);
-    const int32_t d = (r * inverse_cofactor(l)) % m;
-    return d < 0 ? d + m : d;
-}
-
-// C' from its digits: S = sum_l digit_l P/m_l is congruent to C' mod P and lies in
-// [0, kModuli P); the quotient q = round(S / P) = round(sum_l digit_l / m_l) is estimated in
-// FP32 (error below 2^-17, while |C'| / P < 1/2 - 2^-13 leaves 2^-13 to spare), and
-// C' = S - q P is exact in 64-bit arithmetic.
-FASTGEMM_OZAKI_HD inline int64_t crt_reconstruct(const int32_t (&digit)[kModuli]) {
+// C' from its residues (any representatives in [-128, 127]): S = sum_l r_l E_l is congruent
+// to C' mod P, and C' = S - q P with q = round(S / P) = round(sum_l r_l E_l / P). The
+// quotient is estimated in FP32 as sum_l r_l hi_l (exact) + sum_l r_l lo_l, within 2^-14.9
+// of S / P, while |C'| / P < 1/2 - 2^-13 keeps S / P at least 2^-13 from a half-integer; and
+// S - q P, computed modulo 2^64, is C' exactly (|C'| < 2^63).
+FASTGEMM_OZAKI_HD inline int64_t crt_reconstruct(const int32_t (&residue)[kModuli]) {
     uint64_t s = 0;
-    float quotient = 0.0f;
+    float exact_part = 0.0f, rest = 0.0f;
     for (int l = 0; l < kModuli; ++l) {
-        s += uint64_t(digit[l]) * cofactor(l);
-        quotient = fmaf(float(digit[l]), inverse_modulus(l), quotient);
+        s += uint64_t(int64_t(residue[l])) * crt_basis(l);
+        exact_part = fmaf(float(residue[l]), quotient_hi(l), exact_part);
+        rest = fmaf(float(residue[l]), quotient_lo(l), rest);
     }
-    const uint64_t q = uint64_t(int64_t(rintf(quotient)));
-    return int64_t(s - q * kP);
+    const int64_t q = int64_t(rintf(exact_part + rest));
+    return int64_t(s - uint64_t(q) * kP);
 }
 
 // --- Step 5: unscaling --------------------------------------------------------------------
