@@ -358,3 +358,72 @@ def test_the_same_bits_for_any_thread_count(rng):
     finally:
         fastgemm.set_num_threads(saved)
     np.testing.assert_array_equal(one, many)
+
+
+# --- The Metal twin (shaders/15_ozaki_int8.metal) through metal-emu -----------------------------
+
+EMU = {k.name: k for k in fastgemm.kernels("metal-emu")} if "metal-emu" in {
+    b.name for b in fastgemm.backends() if b.available} else {}
+TWIN = "ozaki_int8_32x32"
+needs_emu = pytest.mark.skipif(TWIN not in EMU, reason="metal-emu backend not built")
+
+
+def twin(A, B, **kw):
+    return fastgemm.sgemm(A, B, kernel=TWIN, backend="metal-emu", **kw)
+
+
+@needs_emu
+def test_metal_twin_is_in_the_metal_ladder():
+    k = EMU[TWIN]
+    assert k.precision == "fp32_ozaki" and k.ladder_step == 15
+    assert k.source == "shaders/15_ozaki_int8.metal" and not k.constraints
+    assert k.params["moduli"] == len(MODULI)
+
+
+@needs_emu
+def test_metal_twin_is_exact_where_the_scaled_integers_are():
+    """Integer inputs scaled by powers of two stay integers: no rounding anywhere in the
+    scheme, so every tile certifies and C is the exactly rounded product, where FP32 sums
+    (partial sums past 2^24) round on the way."""
+    rng = np.random.default_rng(15)
+    M, N, K = 70, 45, 512
+    A = rng.integers(-1024, 1025, (M, K)).astype(np.float32)
+    B = rng.integers(-1024, 1025, (K, N)).astype(np.float32)
+    exact = A.astype(np.int64) @ B.astype(np.int64)
+    C = twin(A, B)
+    np.testing.assert_array_equal(C, exact.astype(np.float32))
+    assert np.any(C != A @ B)  # the exact result is not what FP32 sums give
+
+
+@needs_emu
+@pytest.mark.skipif(not HAVE_BLAS, reason="no BLAS baseline in this build (needs scipy-openblas32)")
+def test_metal_twin_accuracy_on_both_input_classes(rng):
+    M, N, K = 96, 80, 1024
+    for gen, factor in ((rand, 1.0), (wide, 2.0)):
+        A, B = gen(rng, M, K), gen(rng, K, N)
+        ref = reference(A, B)
+        err = rel_error(twin(A, B), ref)
+        blas = rel_error(fastgemm.sgemm(A, B, kernel="openblas", backend="cpu"), ref)
+        assert err <= factor * blas, (gen.__name__, err, blas)
+
+
+@needs_emu
+def test_metal_twin_fallback_rules(rng):
+    M, N, K = 70, 66, 129
+    d = np.exp2(rng.uniform(-40.0, 40.0, K))
+    A = (rand(rng, M, K) * d[None, :]).astype(np.float32)
+    B = (rand(rng, K, N) / d[:, None]).astype(np.float32)
+    assert_matches(twin(A, B), reference(A, B), "fp32", K, "misaligned ranges")
+    A, B = rand(rng, M, K), rand(rng, K, N)
+    A[3, 17], B[40, 50], A[60, 40] = np.nan, np.inf, -np.inf
+    C = twin(A, B)
+    ref = ieee_reference(A, B, None, 1.0, 0.0, False, False)
+    np.testing.assert_array_equal(np.isnan(C), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(C), np.isinf(ref))
+    finite = np.isfinite(ref)
+    clean = reference(np.nan_to_num(A, posinf=0, neginf=0), np.nan_to_num(B, posinf=0, neginf=0))
+    assert_matches(C[finite], clean[finite], "fp32_ozaki", K, "finite part")
+    A1, B1 = rand(rng, 9, 1), rand(rng, 1, 7)
+    np.testing.assert_array_equal(twin(A1, B1), A1 * B1)  # K = 1: one FP32 rounding
+    big = (rng.uniform(0.5, 1.0, (20, 16)) * 2.0**127).astype(np.float32)
+    assert np.all(np.isposinf(twin(big, rng.uniform(0.5, 1.0, (16, 30)).astype(np.float32))))
