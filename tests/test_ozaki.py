@@ -427,3 +427,50 @@ def test_metal_twin_fallback_rules(rng):
     np.testing.assert_array_equal(twin(A1, B1), A1 * B1)  # K = 1: one FP32 rounding
     big = (rng.uniform(0.5, 1.0, (20, 16)) * 2.0**127).astype(np.float32)
     assert np.all(np.isposinf(twin(big, rng.uniform(0.5, 1.0, (16, 30)).astype(np.float32))))
+
+
+# --- benchmarks/gemmul8_compare.py without a GPU -------------------------------------------------
+
+BENCH_DIR = __import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def test_gemmul8_compare_without_a_gpu_exits_2_with_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    status = next(b for b in fastgemm.backends() if b.name == "cuda") if "cuda" in {
+        b.name for b in fastgemm.backends()} else None
+    if status is not None and status.available:
+        pytest.skip("a CUDA GPU is usable here: the no-GPU exit cannot be reached")
+    out = subprocess.run([sys.executable, str(BENCH_DIR / "gemmul8_compare.py"), "--gemmul8", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("gemmul8_compare: ") and out.stdout == "", out.stderr
+    assert "GPU" in lines[0] or "cuda backend" in lines[0]
+
+
+def test_gemmul8_compare_rows_are_a_shape_suite():
+    """The --json document renders with benchmarks/results_table.py as a shape suite, the
+    ratios against cuBLAS SGEMM taken from the times."""
+    import importlib.util
+    import sys
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    compare, results_table = load("gemmul8_compare"), load("results_table")
+    measured = [{"n": 4096, "inputs": "uniform",
+                 "libraries": {"cublas": {"ms": 2.7, "rel_err": 1.2e-6},
+                               "fastgemm ozaki_int8_128x256": {"ms": 0.9, "rel_err": 1.5e-7},
+                               "GEMMul8 7 moduli fast": {"ms": 1.35, "rel_err": 6.7e-7}}}]
+    doc = compare.suite_rows(measured)
+    assert results_table.detect_format(doc, "test") == "suite"
+    assert doc["rows"][0]["libraries"]["fastgemm ozaki_int8_128x256"]["ratio"] == pytest.approx(3.0)
+    backend, lines = results_table.render_suite(doc, "test")
+    text = "\n".join(lines)
+    assert backend == "cuda" and "GEMMul8 7 moduli fast" in text and "4096^3 uniform" in text
