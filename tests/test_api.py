@@ -103,7 +103,7 @@ def test_backends_describe_themselves():
 def test_kernel_info_fields():
     for k in fastgemm.kernels():
         assert k.name and k.backend and k.description and k.source
-        assert k.precision in ("fp32", "tf32", "fp32x3")
+        assert k.precision in ("fp32", "tf32", "fp32x3", "fp32_ozaki")
         assert isinstance(k.constraints, list) and isinstance(k.params, dict)
     tiled = next(k for k in fastgemm.kernels("cpu") if k.name == "tiled_ikj_64")
     assert tiled.params == {"BS": 64} and tiled.ladder_step > 0

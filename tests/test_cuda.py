@@ -149,7 +149,7 @@ def test_kernel_matches_float64(rng, name):
 
 SPLIT_K = ["async_tma_128x256_splitk", "tf32_wgmma_256x128_splitk", "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
-             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128"] + SPLIT_K
+             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256"] + SPLIT_K
 
 
 @needs_gpu
@@ -402,7 +402,8 @@ def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_cal
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "async_tma_128x256", "async_tma_128x128"])
+@pytest.mark.parametrize("name", ["tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "async_tma_128x256", "async_tma_128x128",
+                                  "ozaki_int8_128x256"])
 @pytest.mark.parametrize("M,N,K,ta", [(2100, 2000, 97, False), (2300, 1999, 130, True)])
 def test_wgmma_persistent_blocks_walk_several_tiles(rng, name, M, N, K, ta):
     # More output tiles than an H200 has SMs (132), so blocks of the persistent kernel
@@ -455,7 +456,7 @@ def test_auto_picks_an_fp32_accurate_kernel(rng):
     assert_matches(C, reference(A, B), "fp32x3", 200, "auto")
 
 
-ALLOWED = {"fp32": {"fp32", "fp32x3"}, "strict": {"fp32"}, "tf32": {"fp32", "fp32x3", "tf32"}}
+ALLOWED = {"fp32": {"fp32", "fp32x3", "fp32_ozaki"}, "strict": {"fp32"}, "tf32": {"fp32", "fp32x3", "fp32_ozaki", "tf32"}}
 
 
 @needs_gpu
@@ -492,6 +493,171 @@ def test_fp32x3_at_least_as_accurate_as_cublas(rng):
         err[name] = np.linalg.norm(C - ref) / np.linalg.norm(ref)
     assert err["fp32x3_wgmma_128x128"] <= 2 * err["cublas"], err
     assert err["tf32_wgmma_256x128"] > 10 * err["fp32x3_wgmma_128x128"], err  # the split does buy accuracy
+
+
+# --- rung 15: fp32_ozaki on INT8 wgmma (15_ozaki_int8.cu) ---------------------------
+
+OZAKI = "ozaki_int8_128x256"
+
+
+def _wide(rng, *shape):
+    """Random signs, magnitudes log-uniform over [2^-20, 2^20] in every row and column."""
+    return (rng.choice([-1.0, 1.0], shape) * np.exp2(rng.uniform(-20.0, 20.0, shape))).astype(np.float32)
+
+
+def _ozaki_cpu(A, B, **kw):
+    return fastgemm.sgemm(A, B, kernel="ozaki_reference", backend="cpu", **kw)
+
+
+def test_ozaki_rung_is_registered_but_not_an_auto_candidate():
+    """Rung 15 has not run on a GPU: kernel="auto" must not choose it until its tests have
+    passed on an H200 (docs/cuda-kernels.md)."""
+    info = KERNELS[OZAKI]
+    assert info.precision == "fp32_ozaki" and info.ladder_step == 15
+    assert not info.auto_candidate
+    assert info.params["moduli"] == 7 and "sm_90a" in info.isa
+
+
+@needs_gpu
+@pytest.mark.parametrize("inputs", ["uniform", "wide"])
+@pytest.mark.parametrize("M,N,K,ta,tb", [(64, 64, 64, False, False), (300, 260, 200, False, False),
+                                         (130, 517, 1031, True, False), (257, 129, 333, False, True),
+                                         (2100, 2000, 97, True, True), (128, 256, 4096, False, False)])
+def test_ozaki_rung_matches_the_cpu_reference_bit_for_bit(rng, inputs, M, N, K, ta, tb):
+    """The rung runs the scheme of src/ozaki/ozaki_scheme.hpp, the CPU reference kernel
+    runs it step for step: with beta == 0 every element agrees to the bit (scaling, residues,
+    exact sums, CRT, unscaling, certificate, IEEE recomputation). Edge tiles, several tiles per
+    block (2100 x 2000: 136 tiles), every transpose, both input classes."""
+    gen = rand if inputs == "uniform" else _wide
+    A = gen(rng, K, M) if ta else gen(rng, M, K)
+    B = gen(rng, N, K) if tb else gen(rng, K, N)
+    C = np.full((M, N), np.nan, dtype=np.float32)
+    fastgemm.sgemm(A, B, C, alpha=-0.75, trans_a=ta, trans_b=tb, kernel=OZAKI, backend="cuda")
+    np.testing.assert_array_equal(C, _ozaki_cpu(A, B, alpha=-0.75, trans_a=ta, trans_b=tb))
+
+
+@needs_gpu
+@pytest.mark.parametrize("M,N,K", [(1024, 1024, 4096), (512, 512, 16384)])
+def test_ozaki_rung_error_against_cublas_on_both_input_classes(rng, M, N, K):
+    """The class's claim on the GPU: no worse than cuBLAS SGEMM on uniform inputs, within
+    twice it on inputs spanning 2^-20..2^20 within rows and columns."""
+    _skip_without_cublas()
+    for gen, factor in ((rand, 1.0), (_wide, 2.0)):
+        A, B = gen(rng, M, K), gen(rng, K, N)
+        ref = reference(A, B)
+        err = {name: np.linalg.norm(fastgemm.sgemm(A, B, kernel=name, backend="cuda") - ref) / np.linalg.norm(ref)
+               for name in (OZAKI, "cublas")}
+        assert err[OZAKI] <= factor * err["cublas"], (gen.__name__, err)
+
+
+@needs_gpu
+def test_ozaki_rung_recomputes_what_the_moduli_cannot_carry(rng):
+    """Rows of A large where columns of B are small (A = Y D, B = D^-1 X, D over 2^-40..2^40):
+    no region is certified, the IEEE kernel recomputes all of C, and the result is FP32-
+    accurate; exact cancellation in one region is recomputed there alone."""
+    M, N, K = 300, 260, 257
+    d = np.exp2(rng.uniform(-40.0, 40.0, K))
+    A = (rand(rng, M, K) * d[None, :]).astype(np.float32)
+    B = (rand(rng, K, N) / d[:, None]).astype(np.float32)
+    C = fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda")
+    assert_matches(C, reference(A, B), "fp32", K, "misaligned ranges")
+    np.testing.assert_array_equal(C, _ozaki_cpu(A, B))
+    A, B = rand(rng, 256, 200), rand(rng, 200, 256)
+    B[100:, 64:128] = B[:100, 64:128]
+    A[64:128, 100:] = -A[64:128, :100]  # C[64:128, 64:128] cancels exactly
+    C = fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda")
+    np.testing.assert_array_equal(C, _ozaki_cpu(A, B))
+    terms = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+    assert np.all(np.abs(C - reference(A, B)) <= _fastgemm.tolerance_for("fp32", 200) * terms)
+
+
+@needs_gpu
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
+def test_ozaki_rung_nonfinite_lines_and_beta(rng, alpha, beta):
+    """A NaN or an Inf makes its line's scale NaN: every region it reaches goes to the IEEE
+    kernel, which must still see the C it was given when beta != 0."""
+    M, N, K = 1100, 700, 300
+    A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
+    A[1000, 7] = np.inf
+    B[30, 650] = -np.inf
+    A[40, 200] = np.nan
+    B[9, :] = 0.0
+    A[500, 9] = np.inf  # meets the zero row of B: row 500 of C is NaN
+    C = C0.copy()
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel=OZAKI, backend="cuda")
+    ref = ieee_reference(A, B, C0, alpha, beta, False, False)
+    for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
+        assert np.array_equal(test(C), test(ref)), f"{what} pattern differs"
+    finite = np.isfinite(ref)
+    assert_matches(C[finite], ref[finite], "fp32_ozaki", K, "around non-finite inputs")
+
+
+@needs_gpu
+@pytest.mark.parametrize("scale_a,scale_b", [(2.0**100, 2.0**-100), (2.0**-120, 2.0**-10), (2.0**-140, 2.0**100),
+                                             (2.0**127, 2.0**-30)])
+def test_ozaki_rung_values_near_the_ends_of_the_range(rng, scale_a, scale_b):
+    M, N, K = 300, 260, 129
+    A = (rand(rng, M, K) * np.float64(scale_a)).astype(np.float32)
+    B = (rand(rng, K, N) * np.float64(scale_b)).astype(np.float32)
+    C = fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda")
+    assert_matches(C, reference(A, B), "fp32_ozaki", K, f"A x {scale_a:g}, B x {scale_b:g}")
+    np.testing.assert_array_equal(C, _ozaki_cpu(A, B))
+
+
+@needs_gpu
+def test_ozaki_rung_results_that_overflow(rng):
+    M, N, K = 200, 300, 16
+    A = (rng.uniform(0.5, 1.0, (M, K)) * 2.0**127).astype(np.float32)
+    B = rng.uniform(0.5, 1.0, (K, N)).astype(np.float32)
+    B[:, 0] *= np.float32(2.0**-30)
+    C = fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda")
+    assert np.all(np.isposinf(C[:, 1:]))
+    assert_matches(C[:, :1], reference(A, B[:, :1]), "fp32", K, "finite column")
+
+
+@needs_gpu
+def test_ozaki_rung_k_beyond_the_exact_int32_chunk(rng):
+    """K = 2^17 + 4099: the multipliers reduce their accumulators mod m after 1024 k-tiles;
+    without it the odd moduli's sums would overflow int32. Bit for bit with the CPU reference,
+    and within the class's tolerance."""
+    K = (1 << 17) + 4099
+    A = np.ones((130, K), np.float32)
+    A[::7] = rand(rng, len(A[::7]), K)
+    B = rand(rng, K, 260)
+    C = fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda")
+    np.testing.assert_array_equal(C, _ozaki_cpu(A, B))
+    assert_matches(C, reference(A, B), "fp32_ozaki", K, "K > 2^17")
+
+
+@needs_gpu
+def test_ozaki_rung_k_of_one_is_one_fp32_rounding(rng):
+    A, B = rand(rng, 300, 1), rand(rng, 1, 260)
+    np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda"), A * B)
+
+
+@needs_gpu
+def test_ozaki_rung_is_deterministic(rng):
+    A, B = _wide(rng, 1500, 700), rand(rng, 700, 1300)
+    first = fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda")
+    np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=OZAKI, backend="cuda"), first)
+
+
+@needs_gpu
+def test_info_reports_the_int8_tensor_core_probe():
+    """On Hopper the cuda backend's probes include the INT8 tensor-core rate (wgmma s8 from
+    shared memory), the ceiling of rung 15, and `fastgemm info` prints it."""
+    import subprocess
+    import sys
+
+    from fastgemm import roofline
+
+    c = roofline.cached_ceilings("cuda")
+    if "int8 tensor cores" not in c.peak_probe:
+        pytest.skip("the INT8 probe needs an sm_90 GPU: " + c.peak_probe)
+    tops = float(c.peak_probe.split("int8 tensor cores ")[1].split(" TOPS")[0])
+    assert 100 <= tops <= 4000, c.peak_probe
+    out = subprocess.run([sys.executable, "-m", "fastgemm", "info"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "int8 tensor cores" in out.stdout, out.stdout + out.stderr
 
 
 # --- split-K (split_k.cuh) and skinny (14_skinny.cu) ---------------------------------
@@ -612,7 +778,7 @@ def test_skinny_on_unaligned_device_rows(tb):
 
 @needs_gpu
 @pytest.mark.parametrize("name", ["cublas", "async_tma_128x256", "fp32x3_wgmma_128x128", "tf32_wgmma_256x128",
-                                  "smem_tiling_32x32"])
+                                  "smem_tiling_32x32", "ozaki_int8_128x256"])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_host_call_in_row_blocks(rng, name, ta, tb):
     """Over 16 MB of operands and at least 1024 rows: the host call cuts C into row blocks

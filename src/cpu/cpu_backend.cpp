@@ -91,6 +91,7 @@ void register_cpu_backend(Registry& r) {
     register_packed_kernels(r);
     register_direct_kernels(r);
     cpu::register_opt_level_ladder(r);
+    cpu::register_ozaki_reference(r);
 }
 
 }  // namespace fastgemm

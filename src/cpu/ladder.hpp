@@ -29,5 +29,6 @@ void ikj_threads(const Problem& p, const float* A, const float* B, float* C);
 void register_loop_ladder(Registry& r);     // loop_ladder_registry.cpp
 void register_transposed_b(Registry& r);    // transposed_b.cpp
 void register_blas_baseline(Registry& r);   // blas_baseline.cpp
+void register_ozaki_reference(Registry& r);  // ozaki_reference.cpp
 
 }  // namespace fastgemm::cpu

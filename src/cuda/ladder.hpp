@@ -50,6 +50,7 @@ void launch_fp32x3_wgmma_128x128(const DeviceOperands&, cudaStream_t, Workspace&
 void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_skinny_m64(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/14_skinny.cu
 void launch_skinny_n64(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_ozaki_int8_128x256(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/15_ozaki_int8.cu
 void launch_cublas(const DeviceOperands&, cudaStream_t, Workspace&);  // cublas_baseline.cpp
 void launch_cublas_tf32(const DeviceOperands&, cudaStream_t, Workspace&);
 

@@ -164,6 +164,15 @@ std::vector<LadderEntry> build() {
              {{"max_N", 64}, {"reuse_m", 32}, {"reuse_n", 16}, {"threads", 256}}),
         {Constraint::at_most('N', 64)})));
 
+    // Rung 15: fp32_ozaki, FP32 accuracy from exact INT8 residue products. Not a candidate for
+    // kernel="auto" until tests/test_cuda.py has passed on an H200 (it has not run on a GPU).
+    add(hopper_only(rung("ozaki_int8_128x256", 15, Precision::fp32_ozaki, launch_ozaki_int8_128x256,
+                         "15_ozaki_int8.cu",
+                         "7 int8 residue GEMMs (wgmma m64n256k32 s8 x s8, TMA ring) summed exactly, reduced mod m "
+                         "per modulus, CRT and certificate in warps beside the MMAs, IEEE FP32 for uncertified "
+                         "64x64 regions; any shape",
+                         {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"stages", 4}, {"moduli", 7}, {"region", 64}})));
+
     LadderEntry cublas;
     cublas.name = "cublas";
     cublas.baseline = true;

@@ -171,6 +171,14 @@ std::vector<Spec> specs() {
             s.push_back(k);
         }
     }
+    // --- step 15: precision class fp32_ozaki on MPP int8 matmul2d (Metal 4) ----------------
+    // Seven exact int8 residue products, CRT, a certificate per 32 x 32 tile and IEEE FP32
+    // where it fails (docs/ozaki.md); one dispatch, any shape.
+    s.push_back({"ozaki_int8_32x32", "matmul_ozaki_int8_32x32", "15_ozaki_int8.metal", 15, 32, 32, {128, 1, 1}, 32,
+                 {}, {{"TM", 32}, {"TN", 32}, {"BK", 64}, {"moduli", 7}, {"region", 32}, {"simdgroups", 4}},
+                 "fp32_ozaki: 7 int8 residue GEMMs on MPP matmul2d (int32 sums), CRT, certified 32x32 tiles, "
+                 "IEEE FP32 elsewhere; any shape",
+                 Precision::fp32_ozaki, MslVersion::metal4_0});
     return s;
 }
 

@@ -1,0 +1,51 @@
+// The operand pass of rung 15 (fp32_ozaki): steps 1 and 2 of the scheme
+// (src/ozaki/ozaki_scheme.hpp) on the device, before the residue GEMM.
+//
+// A "line" is a row of op(A) or a column of op(B); both operands become the same thing, a
+// lines x K matrix read in place through a line stride and a k stride, whatever the
+// transposes. Two kernels per operand:
+//  - line sums: each line's sum of squares in the scheme's canonical order (32 strided FP64
+//    partials, a pairwise tree), then its factor f and 1 / f (line_scale);
+//  - residues: the scaled integers rint(f a), their residues for the seven moduli as int8
+//    planes (plane l: lines x kp bytes, K-major, k >= K zero), and the line's error-bound
+//    terms (inexact, 1-norm: line_bound).
+// Blocks of 32 x 32 threads own 32 lines and walk K in 32-wide tiles, loaded through shared
+// memory so that global reads are coalesced along whichever dimension is contiguous. The
+// pass reads each operand twice (the second time mostly from L2) and writes 7 bytes per
+// element: memory-bound, O(size) beside the GEMM's O(size^1.5).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "cuda/common/device_operands.hpp"
+#include "cuda/common/workspace.hpp"
+
+namespace fastgemm {
+namespace cuda {
+
+// What the epilogue needs of a line: 1 / f (NaN for a line holding NaN or Inf) and the
+// bound terms e, n (ozaki::LineBound); factor f is the pass's own.
+struct OzakiLine {
+    double factor, inverse, e, n;
+};
+
+struct OzakiOperands {
+    int64_t kp = 0;                 // K rounded up to 32: the row length of a plane, in bytes
+    const int8_t* a_planes = nullptr;  // kModuli planes of M x kp
+    const int8_t* b_planes = nullptr;  // kModuli planes of N x kp (columns of op(B) as rows)
+    const OzakiLine* rows = nullptr;   // M lines of op(A)
+    const OzakiLine* cols = nullptr;   // N lines of op(B)
+};
+
+// Workspace slots 0 (A's planes), 1 (B's planes) and 2 (line records). Queued on `stream`.
+OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws);
+
+// A TMA map over the kModuli planes of `lines` x kp int8 (a 3D tensor: k, line, plane), boxes
+// of 128 k x box_lines lines x 1 plane with the 128-byte swizzle; zeros outside.
+CUtensorMap make_residue_map(const int8_t* planes, int64_t lines, int64_t kp, uint32_t box_lines);
+
+}  // namespace cuda
+}  // namespace fastgemm
