@@ -32,6 +32,7 @@ inline U3 attr_value(Attr a) {
         case Attr::thread_index_in_quadgroup: return U3{t.index % 4, 0, 0};
         case Attr::quadgroup_index_in_threadgroup: return U3{t.index / 4, 0, 0};
         case Attr::quadgroups_per_threadgroup: return U3{(threads_in_group() + 3) / 4, 0, 0};
+        case Attr::grid_origin: return U3{0, 0, 0};
     }
     return U3{};
 }
@@ -69,6 +70,20 @@ decltype(auto) bind_arg(const ArgRole& r) {
         } else {
             return attr_as<Bare>(Attr(r.index));
         }
+    } else if (r.kind == ArgRole::threadgroup_auto) {
+        if constexpr (std::is_pointer_v<Bare>) {
+            using Pointee = std::remove_cv_t<std::remove_pointer_t<Bare>>;
+            if constexpr (std::is_void_v<Pointee>) {
+                return static_cast<Bare>(auto_threadgroup_memory(r.index, 16));
+            } else {
+                return static_cast<Bare>(auto_threadgroup_memory(r.index, sizeof(Pointee)));
+            }
+        } else if constexpr (std::is_reference_v<A>) {
+            return static_cast<A>(*static_cast<Bare*>(auto_threadgroup_memory(r.index, sizeof(Bare))));
+        } else {
+            fail("threadgroup argument that is neither a pointer nor a reference");
+            return A(*static_cast<Bare*>(nullptr));
+        }
     } else if (r.kind == ArgRole::threadgroup_mem) {
         if constexpr (std::is_pointer_v<Bare>) {
             return static_cast<Bare>(bound_threadgroup_memory(r.index));
@@ -105,12 +120,19 @@ void invoke(const ArgRole* roles) {
 }
 
 struct Registrar {
-    Registrar(const KernelEntry* e, int n, const FunctionConstant* f, int nf) {
-        register_kernels(e, n);
-        if (nf) register_function_constants(f, nf);
-    }
+    explicit Registrar(const Module& m) { register_module(m); }
 };
 
 }  // namespace fgemu
+
+// A module compiled into a library with several shaders (fastgemm's own) registers itself
+// at load time. A module compiled by fastgemm.emu has no static initialiser at all: its one
+// exported function hands the table to the runtime.
+#if defined(FGEMU_STATIC_REGISTRATION)
+#define FGEMU_MODULE(m) namespace { const ::fgemu::Registrar fgemu_registrar(m); }
+#else
+#define FGEMU_MODULE(m) \
+    extern "C" __attribute__((visibility("default"))) const ::fgemu::Module* fgemu_module() { return &m; }
+#endif
 
 #define is_function_constant_defined(x) ::fgemu::fc_defined(&(x))
