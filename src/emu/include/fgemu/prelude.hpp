@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <atomic>
+#include <cfloat>
+#include <climits>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -14,10 +18,5 @@
 #include <type_traits>
 #include <utility>
 
+#include "fgemu/predefined.hpp"
 #include "fgemu/runtime.hpp"
-
-#ifndef __METAL_VERSION__
-#define __METAL_VERSION__ 400  // the emulator accepts Metal 4.0 sources (MPP tensor ops)
-#endif
-#define __METAL_EMU__ 1
-#define __HAVE_SIMDGROUP_MATRIX__ 1
