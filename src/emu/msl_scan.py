@@ -294,16 +294,11 @@ def check_includes(src: str, display: str, base: Path, include_dirs: Sequence[Pa
                 cands += [d / name for d in include_dirs]
             found = next((c for c in cands if c.is_file()), None)
             if found is None:
-                if angle is not None and quoted is None:
-                    if trusted:
-                        host.append(name)
-                        continue
-                    if name.startswith("metal_") or "/" in name and name.split("/")[0][:1].isupper():
-                        why = "a Metal header metal-emu does not provide"
-                    else:
-                        why = ("not a Metal header; shaders are compiled without host headers "
-                               "unless trusted")
-                    raise Refused(f"{where}:{line}: unsupported: #include <{name}> ({why})")
+                if angle is not None:
+                    # Not a Metal header: the preprocessor decides whether it is really
+                    # included (it may sit in an #if branch for host builds).
+                    host.append(name)
+                    continue
                 raise ScanError(f"{where}:{line}: #include \"{name}\" not found")
             if not trusted and not _inside(found, roots):
                 raise Refused(f"{where}:{line}: refused: #include \"{name}\" lies outside the "
@@ -318,7 +313,7 @@ def check_includes(src: str, display: str, base: Path, include_dirs: Sequence[Pa
                 raise Refused(f"{where}:{line}: refused: #include \"{name}\" is not a text "
                               "source file") from None
             todo.append((inc, str(found), found.parent))
-    return host
+    return sorted(set(host))
 
 
 def strip_host_includes(src: str, host: Sequence[str]) -> str:
@@ -347,6 +342,16 @@ def preprocess(src: str, display: str, base: Path, include_dirs: Sequence[Path] 
         proc = subprocess.run(cmd, input=src, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=str(base))
     if proc.returncode != 0:
+        missing = re.search(r"^(.*?):(\d+):\d+: fatal error: ([^:]+): No such file or directory",
+                            proc.stderr, re.M)
+        if missing:
+            name = missing.group(3).strip()
+            where = missing.group(1).replace("<stdin>", display)
+            if name.startswith("metal_") or ("/" in name and name.split("/")[0][:1].isupper()):
+                why = "a Metal header metal-emu does not provide"
+            else:
+                why = "not a Metal header; shaders are compiled without host headers unless trusted"
+            raise Refused(f"{where}:{missing.group(2)}: unsupported: #include <{name}> ({why})")
         errs = [l for l in proc.stderr.splitlines() if "error" in l][:3]
         msg = "\n".join(e.replace("<stdin>", display) for e in errs) or proc.stderr.strip()
         raise ScanError(f"preprocessing failed:\n{msg}")
@@ -714,6 +719,27 @@ def paren_depths(s: str):
     return depth
 
 
+def defaulted_duplicates(m: str, braces: List[Brace]) -> List[Tuple[int, int]]:
+    """`S() thread = default; S() device = default;`: the same declaration once address
+    spaces are erased; the later ones are dropped."""
+    spans, seen = [], set()
+    pat = re.compile(r"[^;{}]*\)[^;{}()]*=\s*(?:default|delete)\s*;")
+    for b in braces:
+        if b.kind != "class" or b.close < 0:
+            continue
+        for dm in pat.finditer(m, b.open + 1, b.close):
+            inner = [x for x in braces if b.open < x.open < dm.start() and x.close > dm.start()]
+            if inner:
+                continue
+            text = re.sub(r"\b(" + "|".join(ADDRESS_SPACES) + r")\b", " ", dm.group(0))
+            key = (b.open, " ".join(re.sub(r"\s*([(),*&<>:=])\s*", r"\1", text).split()))
+            if key in seen:
+                spans.append((dm.start(), dm.end()))
+            else:
+                seen.add(key)
+    return spans
+
+
 def overload_duplicates(m: str, braces: List[Brace]) -> List[Tuple[int, int]]:
     """Spans of function definitions that repeat an earlier one of the same scope once
     address spaces are erased (MSL overloads on address space; the emulator has one)."""
@@ -802,7 +828,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
         qual = (lambda n: f"{ns}::{n}" if ns else n)
         if fcs:
             try:
-                index = int(fcs[0], 0)
+                index = int_constant(fcs[0])
             except ValueError:
                 raise ScanError(f"{lines.where(s0)}: unsupported: function_constant index "
                                 f"'{fcs[0]}' (only integer literals)") from None
@@ -828,7 +854,27 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
             fc_names[names[0]] = True  # constants computed from this one are derived too
         else:
             edits.append((s0, km.end(), "_FG_CST_"))
-    for (a, b) in overload_duplicates(m_noattr, braces):
+    # `const constant T&` would read `const const`; member functions qualified by an address
+    # space (`T& operator[](size_t) const constant`) keep only const.
+    for cm in re.finditer(r"\bconst\s+(constant)\b|\b(constant)\s+const\b", m_noattr):
+        g = 1 if cm.group(1) else 2
+        edits.append((cm.start(g), cm.end(g), " " * len("constant")))
+    aspace = "|".join(ADDRESS_SPACES)
+    for qm in re.finditer(r"\)((?:\s*\b(?:const|volatile|" + aspace + r")\b)+)(?=\s*(?:\{|;|=|:|->|noexcept))",
+                          m_noattr):
+        for wm in re.finditer(r"\b(" + aspace + r")\b", qm.group(1)):
+            a = qm.start(1) + wm.start(1)
+            edits.append((a, a + len(wm.group(1)), " " * len(wm.group(1))))
+    # GNU range designators covering a whole array, `float s[Q] = { [0 ... Q-1] = v };`
+    # (a Clang extension Metal accepts, not in g++'s C++): the array is filled after it is
+    # declared.
+    for gm in re.finditer(r"([A-Za-z_]\w*)((?:\s*\[[^\]\[]*\])+)\s*=\s*\{\s*\[\s*0\s*\.\.\.[^\]]*\]\s*=\s*"
+                          r"([^{};]+?)\s*\}\s*;", m_noattr):
+        value = _HALF_LITERAL.sub(lambda h: f"half({h.group(1)}f)", pp[gm.start(3):gm.end(3)])
+        eq = m_noattr.index("=", gm.end(2))
+        edits.append((eq, gm.end(), f"; ::fgemu::fill_all({gm.group(1)}, {value});" +
+                      "\n" * pp.count("\n", eq, gm.end())))
+    for (a, b) in overload_duplicates(m_noattr, braces) + defaulted_duplicates(m_noattr, braces):
         edits.append((a, b, blank(pp[a:b])))
     for hm in _HALF_LITERAL.finditer(m_noattr):
         edits.append((hm.start(), hm.end(), f"half({hm.group(1)}f)"))
@@ -867,29 +913,56 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
 
 # ---- glue ------------------------------------------------------------------------------------
 
+def int_constant(text: str) -> int:
+    """The value of an integer constant expression of literals (`1200 + 0`, `(1 << 4)`)."""
+    import ast
+    import operator
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.LShift: operator.lshift,
+           ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_}
+    def ev(n):
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        raise ValueError(text)
+    cleaned = re.sub(r"(?<=\d)[uUlL]+\b", "", text).replace("/", "//")
+    try:
+        return ev(ast.parse(cleaned.strip(), mode="eval").body)
+    except SyntaxError:
+        raise ValueError(text) from None
+
+
 def cxx_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
          include_dirs: Sequence[Path] = (), cxx: Optional[List[str]] = None,
-         trusted: bool = False, defines: Sequence[str] = ()) -> str:
+         trusted: bool = False, defines: Sequence[str] = (), wrap: bool = True) -> str:
+    """The glue C++ for one source. wrap: put the source in a namespace of its own (needed
+    where several shaders link into one library; a source that reopens `namespace metal`
+    must be compiled unwrapped, as fastgemm.emu does, each source being its own module)."""
     base = Path(base) if base is not None else Path.cwd()
     include_dirs = [Path(d) for d in include_dirs]
     host = check_includes(src, display, base, include_dirs, trusted)
+    if not trusted:
+        host = []
     pp = preprocess(strip_host_includes(src, host), display, base, include_dirs, cxx, defines)
     lines = LineMap(pp)
     sc = scan(pp, lines)
-    ns = "fgemu_shader_" + re.sub(r"\W", "_", ident)
+    gns = "fgemu_shader_" + re.sub(r"\W", "_", ident)
+    ns = gns if wrap else ""
     o = [f"// Generated by msl_scan.py from {display}. Do not edit."]
     o += [f"#include <{h}>" for h in host]
-    o += ['#include "fgemu/glue.hpp"',
-          f"namespace {ns} {{",
-          sc.rewritten,
-          "",
-          "}  // namespace",
-          f"namespace {ns}_glue {{",
-          f"using namespace ::{ns};"]
+    o += ['#include "fgemu/glue.hpp"']
+    o += [f"namespace {ns} {{", sc.rewritten, "", "}  // namespace"] if wrap else [sc.rewritten, ""]
+    o += [f"namespace {gns}_glue {{"]
+    q = (lambda n: f"::{ns}::{n}") if wrap else (lambda n: f"::{n}")
+    if wrap:
+        o.append(f"using namespace ::{ns};")
     entries = []
     for i, k in enumerate(sc.kernels):
         roles = []
@@ -914,25 +987,25 @@ def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
                      f"::fgemu::unsupported({cxx_string(k.unsupported + ' at ' + k.where)}); }}")
             fn = f"&unsupported_{i}"
         else:
-            fn = f"&::fgemu::invoke<&::{ns}::{k.callable}>"
+            fn = f"&::fgemu::invoke<&{q(k.callable)}>"
         entries.append(f"    {{{cxx_string(k.name)}, {fn}, {arr}, {len(roles)}, "
                        f"{cxx_string(k.where)}}},")
     o.append("constexpr ::fgemu::KernelEntry entries[] = {")
     o += entries or ["    {nullptr, nullptr, nullptr, 0, nullptr},"]
     o.append("};")
-    fcs = [f"    {{{fc.index}, {cxx_string(fc.name.split('::')[-1])}, &::{ns}::{fc.name}, "
-           f"sizeof(::{ns}::{fc.name})}},"
+    fcs = [f"    {{{fc.index}, {cxx_string(fc.name.split('::')[-1])}, &{q(fc.name)}, "
+           f"sizeof({q(fc.name)})}},"
            for fc in sc.function_constants]
     o.append("const ::fgemu::FunctionConstant fcs[] = {")
     o += fcs or ["    {0, nullptr, nullptr, 0},"]
     o.append("};")
     o.append("void derived_constants() {")
-    o += [f"    ::{ns}::{d}();" for d in sc.derived_constants]
+    o += [f"    {q(d)}();" for d in sc.derived_constants]
     o.append("}")
     o.append(f"constexpr ::fgemu::Module module{{entries, {len(entries)}, fcs, {len(fcs)}, "
              "&derived_constants};")
     o.append("}  // namespace")
-    o.append(f"FGEMU_MODULE(::{ns}_glue::module)")
+    o.append(f"FGEMU_MODULE(::{gns}_glue::module)")
     return "\n".join(o) + "\n"
 
 

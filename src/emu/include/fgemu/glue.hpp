@@ -37,6 +37,12 @@ inline U3 attr_value(Attr a) {
     return U3{};
 }
 
+// Fills every element of an array (GNU range designators, see msl_scan.py).
+template <class A, class V>
+void fill_all(A& a, const V& v) {
+    for (auto& e : a) e = v;
+}
+
 template <class A>
 A attr_as(Attr a) {
     const U3 u = attr_value(a);

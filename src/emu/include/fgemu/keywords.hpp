@@ -3,14 +3,15 @@
 // `threadgroup` variable declaration becomes _FG_TG_VAR_ (one copy per threadgroup: all
 // fibers of a group run on one OS thread), a program-scope `constant` becomes _FG_CST_, a
 // function constant _FG_FC__, and a constant computed from function constants _FG_FCD_
-// (re-evaluated at every dispatch).
+// (re-evaluated at every dispatch). `constant` next to `const`, and address spaces after a
+// member function's parameter list, are erased by the scanner.
 #pragma once
 
 #define kernel
 #define vertex
 #define fragment
 #define device
-#define constant
+#define constant const  // the constant address space is read-only
 #define thread
 #define threadgroup
 #define threadgroup_imageblock

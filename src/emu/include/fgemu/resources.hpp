@@ -8,6 +8,7 @@
 namespace metal {
 
 enum class access { read, write, read_write, sample };
+enum memory_coherence { memory_coherence_threadgroup, memory_coherence_device };
 namespace fgemu_detail {
 struct unsupported_resource {
     const char* what;
@@ -16,11 +17,16 @@ struct unsupported_resource {
 };
 }  // namespace fgemu_detail
 
-#define FG_TEXTURE(name)                                                                        \
-    template <class T, access A = access::sample, class... Rest>                                \
+template <class T>
+using texel4 = vec<T, 4>;  // what color textures return
+template <class T>
+using texel1 = T;          // what depth textures return
+#define FG_TEXTURE(name, texel)                                                                 \
+    template <class T, access A = access::sample, auto... Rest>                                 \
     struct name {                                                                               \
-        template <class... X> vec<T, 4> read(X&&...) const { fgemu::unsupported(#name); }      \
-        template <class... X> vec<T, 4> sample(X&&...) const { fgemu::unsupported(#name); }    \
+        template <class... X> texel<T> read(X&&...) const { fgemu::unsupported(#name); }       \
+        template <class... X> texel<T> sample(X&&...) const { fgemu::unsupported(#name); }     \
+        template <class... X> texel<T> sample_compare(X&&...) const { fgemu::unsupported(#name); } \
         template <class... X> vec<T, 4> gather(X&&...) const { fgemu::unsupported(#name); }    \
         template <class... X> void write(X&&...) const { fgemu::unsupported(#name); }          \
         template <class... X> uint get_width(X&&...) const { fgemu::unsupported(#name); }      \
@@ -30,20 +36,20 @@ struct unsupported_resource {
         template <class... X> uint get_num_mip_levels(X&&...) const { fgemu::unsupported(#name); } \
         template <class... X> void fence(X&&...) const { fgemu::unsupported(#name); }          \
     };
-FG_TEXTURE(texture1d)
-FG_TEXTURE(texture1d_array)
-FG_TEXTURE(texture2d)
-FG_TEXTURE(texture2d_array)
-FG_TEXTURE(texture2d_ms)
-FG_TEXTURE(texture2d_ms_array)
-FG_TEXTURE(texture3d)
-FG_TEXTURE(texturecube)
-FG_TEXTURE(texturecube_array)
-FG_TEXTURE(texture_buffer)
-FG_TEXTURE(depth2d)
-FG_TEXTURE(depth2d_array)
-FG_TEXTURE(depthcube)
-FG_TEXTURE(depth2d_ms)
+FG_TEXTURE(texture1d, texel4)
+FG_TEXTURE(texture1d_array, texel4)
+FG_TEXTURE(texture2d, texel4)
+FG_TEXTURE(texture2d_array, texel4)
+FG_TEXTURE(texture2d_ms, texel4)
+FG_TEXTURE(texture2d_ms_array, texel4)
+FG_TEXTURE(texture3d, texel4)
+FG_TEXTURE(texturecube, texel4)
+FG_TEXTURE(texturecube_array, texel4)
+FG_TEXTURE(texture_buffer, texel4)
+FG_TEXTURE(depth2d, texel1)
+FG_TEXTURE(depth2d_array, texel1)
+FG_TEXTURE(depthcube, texel1)
+FG_TEXTURE(depth2d_ms, texel1)
 #undef FG_TEXTURE
 
 struct sampler {

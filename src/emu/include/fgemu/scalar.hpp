@@ -23,7 +23,7 @@ struct bfloat {
     bfloat() = default;
     constexpr bfloat(float f) : bits(round(f)) {}
     constexpr bfloat(double d) : bfloat(float(d)) {}
-    bfloat(half h) : bfloat(float(h)) {}
+    constexpr bfloat(half h) : bfloat(float(h)) {}
     template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
     constexpr bfloat(I i) : bfloat(float(i)) {}
     constexpr operator float() const { return std::bit_cast<float>(uint32_t(bits) << 16); }
@@ -52,17 +52,17 @@ inline constexpr bool is_scalar_v = std::is_arithmetic_v<T> || is_float_v<T>;
 // bfloat arithmetic: bfloat op bfloat -> bfloat; with an integer -> bfloat; with float or
 // half -> float (the wider type).
 #define FG_BF_ARITH(op)                                                                        \
-    inline bfloat operator op(bfloat a, bfloat b) { return bfloat(float(a) op float(b)); }      \
+    inline constexpr bfloat operator op(bfloat a, bfloat b) { return bfloat(float(a) op float(b)); }      \
     template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>                       \
-    inline bfloat operator op(bfloat a, I b) { return bfloat(float(a) op float(b)); }          \
+    inline constexpr bfloat operator op(bfloat a, I b) { return bfloat(float(a) op float(b)); }          \
     template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>                       \
-    inline bfloat operator op(I a, bfloat b) { return bfloat(float(a) op float(b)); }          \
-    inline float operator op(bfloat a, float b) { return float(a) op b; }                       \
-    inline float operator op(float a, bfloat b) { return a op float(b); }                       \
-    inline float operator op(bfloat a, double b) { return float(a) op float(b); }               \
-    inline float operator op(double a, bfloat b) { return float(a) op float(b); }               \
-    inline float operator op(bfloat a, half b) { return float(a) op float(b); }                 \
-    inline float operator op(half a, bfloat b) { return float(a) op float(b); }                 \
+    inline constexpr bfloat operator op(I a, bfloat b) { return bfloat(float(a) op float(b)); }          \
+    inline constexpr float operator op(bfloat a, float b) { return float(a) op b; }                       \
+    inline constexpr float operator op(float a, bfloat b) { return a op float(b); }                       \
+    inline constexpr float operator op(bfloat a, double b) { return float(a) op float(b); }               \
+    inline constexpr float operator op(double a, bfloat b) { return float(a) op float(b); }               \
+    inline constexpr float operator op(bfloat a, half b) { return float(a) op float(b); }                 \
+    inline constexpr float operator op(half a, bfloat b) { return float(a) op float(b); }                 \
     template <class U>                                                                         \
     inline bfloat& operator op##=(bfloat & a, U b) { return a = bfloat(a op b); }
 FG_BF_ARITH(+)
@@ -71,11 +71,11 @@ FG_BF_ARITH(*)
 FG_BF_ARITH(/)
 #undef FG_BF_ARITH
 #define FG_BF_CMP(op)                                                                          \
-    inline bool operator op(bfloat a, bfloat b) { return float(a) op float(b); }                \
+    inline constexpr bool operator op(bfloat a, bfloat b) { return float(a) op float(b); }                \
     template <class U, std::enable_if_t<fgemu::is_scalar_v<U>, int> = 0>                        \
-    inline bool operator op(bfloat a, U b) { return float(a) op float(b); }                     \
+    inline constexpr bool operator op(bfloat a, U b) { return float(a) op float(b); }                     \
     template <class U, std::enable_if_t<fgemu::is_scalar_v<U>, int> = 0>                        \
-    inline bool operator op(U a, bfloat b) { return float(a) op float(b); }
+    inline constexpr bool operator op(U a, bfloat b) { return float(a) op float(b); }
 FG_BF_CMP(==)
 FG_BF_CMP(!=)
 FG_BF_CMP(<)
@@ -83,8 +83,8 @@ FG_BF_CMP(<=)
 FG_BF_CMP(>)
 FG_BF_CMP(>=)
 #undef FG_BF_CMP
-inline bfloat operator-(bfloat a) { return bfloat::from_bits(uint16_t(a.bits ^ 0x8000u)); }
-inline bfloat operator+(bfloat a) { return a; }
+inline constexpr bfloat operator-(bfloat a) { return bfloat::from_bits(uint16_t(a.bits ^ 0x8000u)); }
+inline constexpr bfloat operator+(bfloat a) { return a; }
 inline bfloat& operator++(bfloat& a) { return a = a + 1; }
 inline bfloat& operator--(bfloat& a) { return a = a - 1; }
 
@@ -107,11 +107,14 @@ using std::uint64_t;
 using std::size_t;
 using std::ptrdiff_t;
 
-// numeric_limits, with half and bfloat.
+// numeric_limits, with half and bfloat. As in Apple's header, numeric_limits<T> derives from
+// _numeric_limits_impl<T>, which libraries specialise for their own types.
 template <class T>
-struct numeric_limits : std::numeric_limits<T> {};
+struct _numeric_limits_impl : std::numeric_limits<T> {};
+template <class T>
+struct numeric_limits : _numeric_limits_impl<T> {};
 template <>
-struct numeric_limits<half> {
+struct _numeric_limits_impl<half> {
     static constexpr bool is_specialized = true, is_signed = true, is_integer = false,
                           has_infinity = true, has_quiet_NaN = true;
     static constexpr int digits = 11, max_exponent = 16, min_exponent = -13;
@@ -125,7 +128,7 @@ struct numeric_limits<half> {
     static constexpr half signaling_NaN() { return half(__builtin_nanf("")); }
 };
 template <>
-struct numeric_limits<bfloat> {
+struct _numeric_limits_impl<bfloat> {
     static constexpr bool is_specialized = true, is_signed = true, is_integer = false,
                           has_infinity = true, has_quiet_NaN = true;
     static constexpr int digits = 8, max_exponent = 128, min_exponent = -125;
@@ -176,6 +179,7 @@ using std::is_pointer_v;
 using std::decay;
 using std::decay_t;
 using std::is_void_v;
+using std::initializer_list;
 template <class T>
 struct is_floating_point : std::bool_constant<fgemu::is_float_v<std::remove_cv_t<T>>> {};
 template <class T>

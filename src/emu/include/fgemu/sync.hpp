@@ -155,10 +155,12 @@ inline bool simd_any(bool b) {
     return false;
 }
 struct simd_vote {
-    unsigned long long v;
+    using vote_t = unsigned long long;
+    vote_t v;
     simd_vote() = default;
-    constexpr explicit simd_vote(unsigned long long m) : v(m) {}
-    explicit operator unsigned long long() const { return v; }
+    constexpr explicit simd_vote(vote_t m) : v(m) {}
+    template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+    constexpr explicit operator I() const { return I(v); }
     bool all() const { return v == 0xffffffffull; }
     bool any() const { return v != 0; }
 };
@@ -176,13 +178,32 @@ inline bool simd_is_first() {
     return false;
 }
 
+namespace fgemu_detail {
+// Bitwise reductions of floating values act on their bits.
+template <class T>
+T bit_op(T a, T b, char op) {
+    if constexpr (fgemu::is_float_v<T>) {
+        using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+        U x, y;
+        std::memcpy(&x, &a, sizeof(T));
+        std::memcpy(&y, &b, sizeof(T));
+        const U r = op == '&' ? U(x & y) : op == '|' ? U(x | y) : U(x ^ y);
+        T out;
+        std::memcpy(&out, &r, sizeof(T));
+        return out;
+    } else {
+        return op == '&' ? T(a & b) : op == '|' ? T(a | b) : T(a ^ b);
+    }
+}
+}  // namespace fgemu_detail
+
 // SIMD-group reductions and scans over the bitwise operators, and the products.
 template <class T>
 T simd_and(T x) {
     auto l = fgemu_detail::exchange(x);
     T s = x;
     for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
-        if (l.mask & (1u << i)) s = T(s & l.v[i]);
+        if (l.mask & (1u << i)) s = fgemu_detail::bit_op(s, l.v[i], '&');
     return s;
 }
 template <class T>
@@ -190,15 +211,15 @@ T simd_or(T x) {
     auto l = fgemu_detail::exchange(x);
     T s = x;
     for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
-        if (l.mask & (1u << i)) s = T(s | l.v[i]);
+        if (l.mask & (1u << i)) s = fgemu_detail::bit_op(s, l.v[i], '|');
     return s;
 }
 template <class T>
 T simd_xor(T x) {
     auto l = fgemu_detail::exchange(x);
-    T s = T(0);
+    T s{};
     for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
-        if (l.mask & (1u << i)) s = T(s ^ l.v[i]);
+        if (l.mask & (1u << i)) s = fgemu_detail::bit_op(s, l.v[i], '^');
     return s;
 }
 template <class T>

@@ -301,6 +301,11 @@ To as_type(const From& f) {
     return t;
 }
 
+// Apple's trait for the element types SIMD-group functions take (libraries test it).
+template <class T>
+struct __is_valid_simdgroup_type
+    : std::bool_constant<fgemu::is_scalar_v<std::remove_cv_t<T>> || detail::is_vec<std::remove_cv_t<T>>::value> {};
+
 template <class V>
 struct vec_elements {
     static constexpr int value = detail::count_components<V>();
@@ -309,6 +314,9 @@ template <class V>
 using vec_element_t = std::conditional_t<detail::is_vec<V>::value, typename V::value_type, V>;
 
 }  // namespace metal
+
+// as_type is a builtin operator in Metal, usable without metal::.
+using metal::as_type;
 
 // Metal has its vector types at global scope too.
 #define FG_GLOBAL_VEC(name) using metal::name##2; using metal::name##3; using metal::name##4; \
