@@ -401,7 +401,7 @@ def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public na
             return _modules[hit[0]]
     scan = _scanner()
     try:
-        glue = scan.glue(text, display, "user", base, inc, cxx, trusted, defines)
+        glue = scan.glue(text, display, "user", base, inc, cxx, trusted, defines, wrap=False)
     except scan.Refused as e:
         raise EmuRefusedError(str(e)) from None
     except scan.ScanError as e:
@@ -442,6 +442,13 @@ def _mtime(p: str) -> float:
         return -1.0
 
 
+# Uninitialised private variables hold a 0xFE byte pattern (poison); large stack frames are
+# probed page by page, so a private array too big for the fiber stack always meets the guard
+# page below it instead of silently landing in a neighbouring fiber's stack.
+_SHADER_FLAGS = ["-ftrivial-auto-var-init=pattern"] + \
+    ([] if sys.platform == "darwin" else ["-fstack-clash-protection"])
+
+
 def _build_module(glue: str, out: Path, so: Path, objs: List[Path], cxx: List[str],
                   flags: List[str], trusted: bool, display: str) -> None:
     d = emu_dir()
@@ -452,7 +459,7 @@ def _build_module(glue: str, out: Path, so: Path, objs: List[Path], cxx: List[st
         cpp.write_text(glue)
         obj = work / "glue.o"
         proc = _run_compiler(cxx + ["-std=c++20", "-fPIC", "-fvisibility=hidden", "-O1", "-g",
-                                    "-w", "-ftrivial-auto-var-init=pattern"] + flags +
+                                    "-w"] + _SHADER_FLAGS + flags +
                              ["-I", str(d / "include"), "-c", str(cpp), "-o", str(obj)])
         if proc.returncode != 0:
             raise EmuCompileError(_explain_compile_error(proc.stdout, display))
