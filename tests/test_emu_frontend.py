@@ -286,6 +286,18 @@ def test_header_surface_bfloat_half_and_address_space_overloads():
     assert np.array_equal(b, expect_b)
 
 
+def test_metal_assert_is_compiled_out_unless_enabled():
+    src = ("#include <metal_stdlib>\nusing namespace metal;\n"
+           "kernel void k(device uint* y [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n"
+           "  assert(i < 3u);\n  y[i] = i;\n}\n")
+    y = np.zeros(8, np.uint32)
+    emu.run(src, "k", threadgroups=1, threads_per_threadgroup=8, buffers=[y])
+    assert np.array_equal(y, np.arange(8))
+    with pytest.raises(fastgemm.KernelError, match=r"assertion failed: i < 3u at <source>:4"):
+        emu.run(src, "k", threadgroups=1, threads_per_threadgroup=8, buffers=[y],
+                defines=["FGEMU_ENABLE_ASSERTS"])
+
+
 def test_unsupported_constructs_are_named_with_a_line():
     src = ("#include <metal_stdlib>\nusing namespace metal;\n"
            "kernel void k(device float* y [[buffer(0)]]) {\n"
