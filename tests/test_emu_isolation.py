@@ -196,9 +196,9 @@ POLICY = {
     "system": ('#include <metal_stdlib>\nextern "C" int system(const char*);\n'
                'kernel void k(device int* y [[buffer(0)]]) { y[0] = system("true"); }\n',
                "refused: the shader calls system"),
-    "fopen": ('#include <metal_stdlib>\nextern "C" void* fopen(const char*, const char*);\n'
-              'kernel void k(device int* y [[buffer(0)]]) { y[0] = fopen("/etc/hostname", "r") != 0; }\n',
-              "refused: the shader calls fopen"),
+    "remove": ('#include <metal_stdlib>\nextern "C" int remove(const char*);\n'
+               'kernel void k(device int* y [[buffer(0)]]) { y[0] = remove("/tmp/nothing-here"); }\n',
+               "refused: the shader calls remove"),
     "static_init": ('#include <metal_stdlib>\nint side_effect(); int init_me = side_effect();\n'
                     'int side_effect() { return 3; }\n'
                     'kernel void k(device int* y [[buffer(0)]]) { y[0] = init_me; }\n',

@@ -89,6 +89,7 @@ class Kernel:
     params: list
     where: str           # "file:line"
     unsupported: str = ""
+    signature: str = ""  # parameter list picking a template's specialisation, if no <args>
 
 
 @dataclass
@@ -642,6 +643,19 @@ def scan(pp: str, lines: LineMap) -> Scan:
         for nm in re.finditer(r"\b([A-Za-z_]\w*)\s*<", span):
             if nm.group(1) in template_kernels:
                 best = nm
+        dm = re.search(r"\bvoid\s+([A-Za-z_]\w*)\s*\(", span)
+        if best is None and dm and dm.group(1) in template_kernels:
+            # `template [[host_name("x")]] [[kernel]] void f(const device float* a, ...);`:
+            # the specialisation is the one whose signature this is.
+            lp = j + dm.end() - 1
+            rp = match_close(m, lp, "(", ")")
+            sig = re.sub(r"\[\[.*?\]\]", " ", pp[lp + 1:rp], flags=re.S)
+            name = dm.group(1)
+            params, where = template_kernels[name]
+            k = Kernel(host, f"{qualify(tm.start(), name)}", params, lines.where(tm.start()))
+            k.signature = " ".join(sig.split())
+            res.kernels.append(k)
+            continue
         if best is None:
             raise ScanError(f"{lines.where(tm.start())}: host_name(\"{host}\") does not "
                             "instantiate a template kernel defined in this source")
@@ -696,7 +710,9 @@ def match_close_angle(s: str, i: int) -> int:
 def declarators(decl: str):
     """Names declared by 'T a[4], b[2]' (pointer/reference declarators give None)."""
     names = []
-    for part in split_top(decl):
+    before_init = decl.split("=")[0]
+    parts = split_template_args(before_init) if "<" in before_init else split_top(decl)
+    for part in parts:
         head = re.split(r"[\[=({]", part, maxsplit=1)[0]
         if "*" in head or "&" in head:
             names.append(None)
@@ -719,6 +735,15 @@ def paren_depths(s: str):
     return depth
 
 
+def signature_key(head: str) -> str:
+    """A declaration as the emulator compiles it: `constant` is const, the other address
+    spaces are nothing, a repeated const counts once."""
+    t = re.sub(r"\bconstant\b", "const", head)
+    t = re.sub(r"\b(" + "|".join(a for a in ADDRESS_SPACES if a != "constant") + r")\b", " ", t)
+    t = re.sub(r"\bconst(\s+const\b)+", "const", t)
+    return " ".join(re.sub(r"\s*([(),*&<>:=])\s*", r"\1", t).split())
+
+
 def defaulted_duplicates(m: str, braces: List[Brace]) -> List[Tuple[int, int]]:
     """`S() thread = default; S() device = default;`: the same declaration once address
     spaces are erased; the later ones are dropped."""
@@ -727,16 +752,53 @@ def defaulted_duplicates(m: str, braces: List[Brace]) -> List[Tuple[int, int]]:
     for b in braces:
         if b.kind != "class" or b.close < 0:
             continue
+        body = m[b.open + 1:b.close]
+        ctor = re.compile(r"(?<![\w~])" + re.escape(b.name) + r"\s*(?:<[^;{}()]*>)?\s*\(") if b.name else None
+        only_defaulted = ctor is not None and all(
+            re.match(r"\s*\)[^;{}()]*=\s*default\s*;", body[c.end():]) for c in ctor.finditer(body))
         for dm in pat.finditer(m, b.open + 1, b.close):
             inner = [x for x in braces if b.open < x.open < dm.start() and x.close > dm.start()]
             if inner:
                 continue
-            text = re.sub(r"\b(" + "|".join(ADDRESS_SPACES) + r")\b", " ", dm.group(0))
-            key = (b.open, " ".join(re.sub(r"\s*([(),*&<>:=])\s*", r"\1", text).split()))
+            # C++20 makes a class with a user-declared constructor a non-aggregate; Metal (C++17)
+            # does not: `S() = default;` is dropped where it is the only constructor.
+            if only_defaulted and ctor.search(dm.group(0)) and "default" in dm.group(0):
+                spans.append((dm.start(), dm.end()))
+                continue
+            key = (b.open, signature_key(dm.group(0)))
             if key in seen:
                 spans.append((dm.start(), dm.end()))
             else:
                 seen.add(key)
+    return spans
+
+
+def class_duplicates(m: str, braces: List[Brace]) -> List[Tuple[int, int]]:
+    """`template <class T> struct P<device T*> {...}; ... struct P<thread T*> {...};`: the
+    same partial specialisation once address spaces are erased; the later ones are dropped."""
+    spans, seen = [], set()
+    aspace = re.compile(r"\b(" + "|".join(ADDRESS_SPACES) + r")\b")
+    for b in braces:
+        if b.kind != "class" or b.close < 0:
+            continue
+        parent = [p for p in enclosing(braces, b.open) if p is not b]
+        if parent and parent[-1].kind != "namespace":
+            continue
+        hm = re.search(r"template\s*<[^{};]*>\s*(?:struct|class|union)\s+\w+\s*<[^{};]*>\s*$",
+                       m[max(0, b.open - 400):b.open])
+        if not hm or not aspace.search(hm.group(0)):
+            continue
+        start = max(0, b.open - 400) + hm.start()
+        key = (parent[-1].open if parent else -1,
+               " ".join(re.sub(r"\s*([(),*&<>:])\s*", r"\1", aspace.sub(" ", hm.group(0))).split()))
+        end = b.close + 1
+        semi = re.match(r"\s*;", m[end:])
+        if semi:
+            end += semi.end()
+        if key in seen:
+            spans.append((start, end))
+        else:
+            seen.add(key)
     return spans
 
 
@@ -770,8 +832,7 @@ def overload_duplicates(m: str, braces: List[Brace]) -> List[Tuple[int, int]]:
         start = k + 1
         head = m[start:b.open]
         head = re.sub(r"^\s*(public|private|protected)\s*:", "", head)
-        words = re.sub(r"\b(" + "|".join(ADDRESS_SPACES) + r")\b", " ", head)
-        key = (scope, " ".join(re.sub(r"\s*([(),*&<>:])\s*", r"\1", words).split()))
+        key = (scope, signature_key(head))
         if "(" not in head:
             continue
         if key in seen:
@@ -799,6 +860,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
     depth = paren_depths(m_noattr)
     fc_names = {}
     derived = 0
+    cst_at = set()  # program-scope `constant` keywords already rewritten
     for km in re.finditer(r"\b(threadgroup|constant)\b", m_noattr):
         word, s0 = km.group(1), km.start()
         pj = prev_nonspace(m_noattr, s0)
@@ -838,6 +900,12 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
             res.function_constants.append(FunctionConstant(index, qual(names[0])))
             fc_names[names[0]] = True
             continue
+        if re.search(r"\bconst(expr)?\b", decl.split("=")[0]) or \
+                (pj >= 0 and re.search(r"\bconstexpr\s*$", m_noattr[:s0])):
+            # `constant constexpr const int x = 0;`: static, and const as written
+            edits.append((s0, km.end(), "static  "))
+            cst_at.add(s0)
+            continue
         eq = decl.find("=")
         init_ids = set(re.findall(r"[A-Za-z_]\w*", decl[eq + 1:])) if eq >= 0 else set()
         if ns is not None and eq >= 0 and init_ids & set(fc_names) and len(names) == 1 \
@@ -854,11 +922,15 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
             fc_names[names[0]] = True  # constants computed from this one are derived too
         else:
             edits.append((s0, km.end(), "_FG_CST_"))
+        cst_at.add(s0)
     # `const constant T&` would read `const const`; member functions qualified by an address
     # space (`T& operator[](size_t) const constant`) keep only const.
-    for cm in re.finditer(r"\bconst\s+(constant)\b|\b(constant)\s+const\b", m_noattr):
+    spec = r"(?:\s+(?:static|constexpr|inline|volatile|thread_local|device|thread|threadgroup))*"
+    for cm in re.finditer(r"\bconst" + spec + r"\s+(constant)\b|\b(constant)" + spec + r"\s+const\b",
+                          m_noattr):
         g = 1 if cm.group(1) else 2
-        edits.append((cm.start(g), cm.end(g), " " * len("constant")))
+        if cm.start(g) not in cst_at:
+            edits.append((cm.start(g), cm.end(g), " " * len("constant")))
     aspace = "|".join(ADDRESS_SPACES)
     for qm in re.finditer(r"\)((?:\s*\b(?:const|volatile|" + aspace + r")\b)+)(?=\s*(?:\{|;|=|:|->|noexcept))",
                           m_noattr):
@@ -874,7 +946,8 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
         eq = m_noattr.index("=", gm.end(2))
         edits.append((eq, gm.end(), f"; ::fgemu::fill_all({gm.group(1)}, {value});" +
                       "\n" * pp.count("\n", eq, gm.end())))
-    for (a, b) in overload_duplicates(m_noattr, braces) + defaulted_duplicates(m_noattr, braces):
+    for (a, b) in (overload_duplicates(m_noattr, braces) + defaulted_duplicates(m_noattr, braces) +
+                   class_duplicates(m_noattr, braces)):
         edits.append((a, b, blank(pp[a:b])))
     for hm in _HALF_LITERAL.finditer(m_noattr):
         edits.append((hm.start(), hm.end(), f"half({hm.group(1)}f)"))
@@ -929,6 +1002,7 @@ def int_constant(text: str) -> int:
             return -ev(n.operand)
         raise ValueError(text)
     cleaned = re.sub(r"(?<=\d)[uUlL]+\b", "", text).replace("/", "//")
+    cleaned = re.sub(r"\b0([0-7]+)\b", r"0o\1", cleaned)  # C octal
     try:
         return ev(ast.parse(cleaned.strip(), mode="eval").body)
     except SyntaxError:
@@ -990,7 +1064,9 @@ def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
                      f"::fgemu::unsupported({cxx_string(k.unsupported + ' at ' + k.where)}); }}")
             fn = f"&unsupported_{i}"
         else:
-            fn = f"&::fgemu::invoke<&{q(k.callable)}>"
+            target = (f"static_cast<void (*)({k.signature})>(&{q(k.callable)})" if k.signature
+                      else f"&{q(k.callable)}")
+            fn = f"&::fgemu::invoke<{target}>"
         entries.append(f"    {{{cxx_string(k.name)}, {fn}, {arr}, {len(roles)}, "
                        f"{cxx_string(k.where)}}},")
     o.append("constexpr ::fgemu::KernelEntry entries[] = {")

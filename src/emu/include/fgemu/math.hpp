@@ -50,6 +50,12 @@ using if_scalar = std::enable_if_t<fgemu::is_scalar_v<T>, R>;
         vec<T, N> r{};                                                                          \
         for (int i = 0; i < N; ++i) r[i] = name(a[i], T(b));                                    \
         return r;                                                                               \
+    }                                                                                           \
+    template <class T, int N, bool P, class U, std::enable_if_t<fgemu::is_scalar_v<U>, int> = 0> \
+    inline detail::if_float<T, vec<T, N>> name(U a, const vec<T, N, P>& b) {                    \
+        vec<T, N> r{};                                                                          \
+        for (int i = 0; i < N; ++i) r[i] = name(T(a), b[i]);                                    \
+        return r;                                                                               \
     }
 #define FG_MATH3(name, impl)                                                                    \
     template <class T>                                                                          \
@@ -119,11 +125,8 @@ FG_MATH1(tanh, std::tanh)
 FG_MATH1(tanpi, detail::tanpi_)
 FG_MATH1(trunc, std::trunc)
 FG_MATH1(saturate, detail::saturate_)
-FG_MATH1(erf, std::erf)
-FG_MATH1(erfc, std::erfc)
-FG_MATH1(expm1, std::expm1)
-FG_MATH1(log1p, std::log1p)
-FG_MATH1(cbrt, std::cbrt)
+// Not here on purpose: erf, erfc, expm1, log1p, cbrt, hypot are not in Metal's library, and
+// libraries that need them define their own (a second candidate would be ambiguous).
 FG_MATH2(atan2, std::atan2)
 FG_MATH2(copysign, std::copysign)
 FG_MATH2(fdim, std::fdim)
@@ -134,7 +137,6 @@ FG_MATH2(nextafter, std::nextafter)
 FG_MATH2(pow, std::pow)
 FG_MATH2(powr, detail::powr_)
 FG_MATH2(divide, detail::divide_)
-FG_MATH2(hypot, std::hypot)
 FG_MATH3(fma, std::fma)
 FG_MATH3(mad, std::fma)
 FG_MATH3(fmax3, detail::fmax3_)
@@ -581,7 +583,7 @@ inline float2 unpack_snorm2x16_to_float(uint x) {
     using metal::sinpi; using metal::sqrt; using metal::tan; using metal::tanh;                 \
     using metal::tanpi; using metal::trunc; using metal::clamp; using metal::saturate;          \
     using metal::normalize; using metal::length; using metal::distance; using metal::max;       \
-    using metal::min; using metal::copysign; using metal::erf;
+    using metal::min; using metal::copysign;
 namespace precise {
 FG_FLOAT_FUNCS
 }

@@ -21,12 +21,22 @@ struct bfloat {
     uint16_t bits;
 
     bfloat() = default;
-    constexpr bfloat(float f) : bits(round(f)) {}
-    constexpr bfloat(double d) : bfloat(float(d)) {}
-    constexpr bfloat(half h) : bfloat(float(h)) {}
+    // From floating types explicit, from integers and to float implicit: were float ->
+    // bfloat implicit too, `c ? bf : 1.0f` would be ambiguous for a class type, where
+    // Metal's builtin bfloat gives float.
+    constexpr explicit bfloat(float f) : bits(round(f)) {}
+    constexpr explicit bfloat(double d) : bfloat(float(d)) {}
+    constexpr explicit bfloat(half h) : bfloat(float(h)) {}
     template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
     constexpr bfloat(I i) : bfloat(float(i)) {}
-    constexpr operator float() const { return std::bit_cast<float>(uint32_t(bits) << 16); }
+    // Implicit only to float, double and bool: a plain `operator float` would also convert
+    // bfloat to int (through float), making `c ? 0 : bf` ambiguous.
+    template <class F, std::enable_if_t<std::is_same_v<F, float> || std::is_same_v<F, double> ||
+                                            std::is_same_v<F, bool>, int> = 0>
+    constexpr operator F() const { return F(std::bit_cast<float>(uint32_t(bits) << 16)); }
+    template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+    constexpr explicit operator I() const { return I(std::bit_cast<float>(uint32_t(bits) << 16)); }
+    constexpr explicit operator half() const { return half(std::bit_cast<float>(uint32_t(bits) << 16)); }
 
     static constexpr uint16_t round(float f) {
         const uint32_t u = std::bit_cast<uint32_t>(f);
@@ -64,7 +74,7 @@ inline constexpr bool is_scalar_v = std::is_arithmetic_v<T> || is_float_v<T>;
     inline constexpr float operator op(bfloat a, half b) { return float(a) op float(b); }                 \
     inline constexpr float operator op(half a, bfloat b) { return float(a) op float(b); }                 \
     template <class U>                                                                         \
-    inline bfloat& operator op##=(bfloat & a, U b) { return a = bfloat(a op b); }
+    inline bfloat& operator op##=(bfloat & a, U b) { return a = bfloat(float(a op b)); }
 FG_BF_ARITH(+)
 FG_BF_ARITH(-)
 FG_BF_ARITH(*)
@@ -180,6 +190,23 @@ using std::decay;
 using std::decay_t;
 using std::is_void_v;
 using std::initializer_list;
+// The emulator has one address space: removing it leaves the type.
+template <class T>
+struct remove_addrspace { using type = T; };
+template <class T>
+using remove_addrspace_t = T;
+// uniform<T> (metal_uniform) marks a value as the same in every thread; here it is the value.
+template <class T>
+using uniform = T;
+template <class T>
+constexpr T make_uniform(T v) { return v; }
+// Apple's internal spellings of the logical traits (libraries use them).
+template <class... B>
+using _disjunction = std::disjunction<B...>;
+template <class... B>
+using _conjunction = std::conjunction<B...>;
+template <class B>
+using _negation = std::negation<B>;
 template <class T>
 struct is_floating_point : std::bool_constant<fgemu::is_float_v<std::remove_cv_t<T>>> {};
 template <class T>

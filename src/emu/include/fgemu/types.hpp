@@ -218,6 +218,19 @@ FG_VEC_BINOP(<<)
 FG_VEC_BINOP(>>)
 #undef FG_VEC_BINOP
 
+// Shifts whose counts have another integer type (int2 << uint2), as MSL allows.
+#define FG_VEC_SHIFT(op)                                                                     \
+    template <class T, int N, bool P, class U, bool Q,                                       \
+              std::enable_if_t<!std::is_same_v<T, U> && std::is_integral_v<U>, int> = 0>      \
+    constexpr vec<T, N> operator op(const vec<T, N, P>& a, const vec<U, N, Q>& b) {          \
+        vec<T, N> r{};                                                                       \
+        for (int i = 0; i < N; ++i) r[i] = T(a[i] op b[i]);                                  \
+        return r;                                                                            \
+    }
+FG_VEC_SHIFT(<<)
+FG_VEC_SHIFT(>>)
+#undef FG_VEC_SHIFT
+
 #define FG_VEC_CMP(op)                                                                       \
     template <class T, int N, bool P, bool Q>                                                \
     constexpr vec<bool, N> operator op(const vec<T, N, P>& a, const vec<T, N, Q>& b) {       \
