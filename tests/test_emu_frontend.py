@@ -306,11 +306,15 @@ def test_unsupported_constructs_are_named_with_a_line():
         emu.compile(src)
     first = str(e.value).splitlines()[0]
     assert "<source>:4: unsupported: some_intrinsic_nobody_has" in first
-    tex = ("#include <metal_stdlib>\nusing namespace metal;\n"
-           "kernel void k(texture2d<float, access::read> t [[texture(0)]],\n"
-           "              device float4* y [[buffer(0)]]) {\n"
-           "  y[0] = t.read(uint2(0, 0));\n}\n")
-    with pytest.raises(fastgemm.KernelError, match=r"unsupported.*texture.*<source>:3"):
-        emu.run(tex, "k", **ONE, buffers=[np.zeros(4, np.float32)])
+    argbuf = ("#include <metal_stdlib>\nusing namespace metal;\n"
+              "struct Args { device float* data [[id(0)]]; };\n"
+              "kernel void k(constant Args& args [[buffer(0)]]) {\n"
+              "  args.data[0] = 1.0f;\n}\n"
+              "kernel void fine(device float* y [[buffer(0)]]) { y[0] = 2.0f; }\n")
+    y = np.zeros(4, np.float32)
+    with pytest.raises(fastgemm.KernelError, match=r"unsupported.*argument buffer.*<source>:4"):
+        emu.run(argbuf, "k", **ONE, buffers=[y])
+    emu.run(argbuf, "fine", **ONE, buffers=[y])  # the source's other kernels run
+    assert y[0] == 2.0
     with pytest.raises(emu.EmuRefusedError, match="unsupported: #include <metal_raytracing>"):
         emu.compile("#include <metal_raytracing>\nkernel void k() {}\n")

@@ -244,3 +244,55 @@ def test_mpp_matmul2d_refuses_unsupported_operand_types():
                            "int8_t, half, int>) matmul_i8<int8_t, half, int>;", 1)
     with pytest.raises(emu.EmuCompileError, match="operand types not among"):
         emu.compile(src)
+
+
+TEXTURES = r"""
+#include <metal_stdlib>
+using namespace metal;
+
+kernel void scale_and_count(texture2d<float, access::read> src [[texture(0)]],
+                            texture2d<float, access::write> dst [[texture(1)]],
+                            texture2d<uint, access::read_write> count [[texture(2)]],
+                            texture3d<half> volume [[texture(3)]],
+                            sampler s [[sampler(0)]],
+                            uint2 gid [[thread_position_in_grid]]) {
+    if (gid.x >= src.get_width() || gid.y >= src.get_height()) return;
+    const float v = float(volume.read(uint3(1, 0, 1)).x);
+    dst.write(src.read(gid) * 2.0f + float4(v), gid);
+    count.atomic_fetch_add(uint2(gid.x % 2, 0), 1u);
+}
+
+constexpr sampler nearest(coord::pixel, filter::nearest, address::clamp_to_edge);
+
+kernel void sample_edges(texture2d<float> t [[texture(0)]], device float4* out [[buffer(0)]],
+                         uint i [[thread_position_in_grid]]) {
+    out[i] = t.sample(nearest, float2(float(i) - 1.5f, 0.5f));
+}
+"""
+
+
+def test_textures_read_write_atomics_and_sampling():
+    rng = np.random.default_rng(9)
+    img = rng.uniform(0, 1, (5, 7, 4)).astype(np.float32)   # H x W x RGBA
+    out = np.full_like(img, np.nan)
+    count = np.zeros((1, 2), np.uint32)
+    volume = np.zeros((2, 3, 4, 1), np.float16)              # D x H x W x R
+    volume[1, 0, 1, 0] = 0.25
+    emu.run(TEXTURES, "scale_and_count", threadgroups=(1, 1), threads_per_threadgroup=(8, 8),
+            buffers=[], textures=[img, out, count, emu.Texture(volume, "3d")], strict=True)
+    assert np.allclose(out, img * 2 + 0.25)
+    assert count.tolist() == [[5 * 4, 5 * 3]]  # columns 0, 2, 4, 6 and 1, 3, 5
+    # unorm8 storage read as float, written back rounded and clamped
+    u8 = (img * 255).round().astype(np.uint8)
+    out8 = np.zeros_like(u8)
+    emu.run(TEXTURES, "scale_and_count", threadgroups=(1, 1), threads_per_threadgroup=(8, 8),
+            buffers=[], textures=[u8, out8, count, emu.Texture(volume, "3d")])
+    expect = np.clip(np.rint((u8 / 255.0 * 2 + 0.25) * 255), 0, 255).astype(np.uint8)
+    assert np.array_equal(out8, expect)
+    # nearest sampling in pixel coordinates clamps to the edge
+    row = rng.uniform(0, 1, (1, 3, 4)).astype(np.float32)
+    got = np.full((6, 4), np.nan, np.float32)
+    emu.run(TEXTURES, "sample_edges", threadgroups=1, threads_per_threadgroup=6, buffers=[got],
+            textures=[row])
+    cols = np.clip(np.floor(np.arange(6) - 1.5).astype(int), 0, 2)
+    assert np.array_equal(got, row[0, cols])

@@ -45,8 +45,8 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Uni
 
 from .errors import FastgemmError, KernelError, NotFoundError
 
-__all__ = ["run", "compile", "EmuCompileError", "EmuRefusedError", "EmuModule", "emu_dir",
-           "main_emu", "add_emu_parser"]
+__all__ = ["run", "compile", "EmuCompileError", "EmuRefusedError", "EmuModule", "Texture",
+           "emu_dir", "main_emu", "add_emu_parser"]
 
 _ORDERS = {"natural": 0, "reversed": 1, "shuffled": 2}
 DEFAULT_TIME_LIMIT_S = 300.0
@@ -162,6 +162,54 @@ def _runtime_objects(cxx: List[str], flags: List[str]) -> List[Path]:
     return objs
 
 
+_TEXTURE_KINDS = {"1d": (1, False), "buffer": (1, False), "1d_array": (1, True), "2d": (2, False),
+                  "2d_array": (2, True), "cube": (2, True), "3d": (3, False)}
+_TEXTURE_FORMATS = {"float32": 0, "float16": 1, "int32": 2, "uint32": 3, "int16": 4, "uint16": 5,
+                    "int8": 6, "uint8": 7}
+
+
+class Texture:
+    """A texture for a kernel's [[texture(n)]] argument, over a C-contiguous array.
+
+    kind: "1d" or "buffer" (W[, C]), "1d_array" (slices, W[, C]), "2d" (H, W[, C]),
+    "2d_array" (slices, H, W[, C]), "cube" (6, H, W[, C]), "3d" (D, H, W[, C]); C (1-4
+    channels) is the last axis when present. The dtype is the storage format: float32,
+    float16, or 8/16/32-bit integers (a float texture reads those as unorm/snorm). What the
+    kernel writes lands in the array.
+    """
+
+    def __init__(self, data, kind: str = "2d"):
+        import numpy as np
+        if kind not in _TEXTURE_KINDS:
+            raise ValueError(f"kind must be one of {sorted(_TEXTURE_KINDS)}, got {kind!r}")
+        arr = np.asarray(data)
+        if arr.dtype.name not in _TEXTURE_FORMATS:
+            raise ValueError(f"texture dtype {arr.dtype} is not one of {sorted(_TEXTURE_FORMATS)}")
+        if not arr.flags.c_contiguous:
+            raise ValueError("texture data must be C-contiguous")
+        dims, arrayed = _TEXTURE_KINDS[kind]
+        base = dims + (1 if arrayed else 0)
+        if arr.ndim == base + 1:
+            channels = arr.shape[-1]
+            shape = arr.shape[:-1]
+        elif arr.ndim == base:
+            channels, shape = 1, arr.shape
+        else:
+            raise ValueError(f"a {kind} texture needs {base} or {base + 1} axes, got shape {arr.shape}")
+        if not 1 <= channels <= 4:
+            raise ValueError(f"textures have 1-4 channels, got {channels}")
+        slices = shape[0] if arrayed else 1
+        rest = shape[1:] if arrayed else shape
+        width = rest[-1]
+        height = rest[-2] if dims >= 2 else 1
+        depth = rest[-3] if dims >= 3 else 1
+        if kind == "cube" and slices != 6:
+            raise ValueError(f"a cube texture has 6 faces, got {slices}")
+        self.data = data if isinstance(data, np.ndarray) else arr
+        self.desc = [int(width), int(height), int(depth), int(slices), int(channels),
+                     _TEXTURE_FORMATS[arr.dtype.name]]
+
+
 class EmuModule:
     """One compiled MSL source: its kernels, runnable with run() (in the worker process)."""
 
@@ -192,7 +240,7 @@ class EmuModule:
 
     def run(self, kernel: str, *, threadgroups, threads_per_threadgroup, buffers,
             constants=None, threadgroup_memory=None, strict=False, order="natural", seed=1,
-            os_threads=0, stack_kb=None, time_limit=DEFAULT_TIME_LIMIT_S):
+            os_threads=0, stack_kb=None, time_limit=DEFAULT_TIME_LIMIT_S, textures=None):
         if not isinstance(kernel, str) or not kernel:
             raise TypeError("kernel must be a non-empty string (a function name or host_name)")
         groups = _size3(threadgroups, "threadgroups")
@@ -215,6 +263,13 @@ class EmuModule:
         if not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
             raise ValueError(f"seed must be an int in 0..2**64-1, got {seed!r}")
         views = _buffer_views(buffers)
+        texs = []
+        for i, t in enumerate(_index_list(textures or [], "textures")):
+            if t is None:
+                texs.append(None)
+                continue
+            t = t if isinstance(t, Texture) else Texture(t)
+            texs.append((memoryview(t.data).cast("B"), t.desc))
         tg = _index_list(threadgroup_memory or [], "threadgroup_memory")
         tg_lens = []
         for i, x in enumerate(tg):
@@ -241,7 +296,7 @@ class EmuModule:
                "os_threads": os_threads, "stack_kb": stack_kb or 0,
                "time_limit": float(time_limit or 0)}
         what = f"kernel {kernel} of {self.display}"
-        ans = _worker_call(req, time_limit, what, views)
+        ans = _worker_call(req, time_limit, what, views, texs)
         if ans["rc"] == 2:
             raise NotFoundError(ans["text"])
         if ans["rc"] != 0:
@@ -480,7 +535,7 @@ def _build_module(glue: str, out: Path, so: Path, objs: List[Path], cxx: List[st
 def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, buffers,
         constants=None, threadgroup_memory=None, strict=False, order="natural", seed=1,
         os_threads=0, stack_kb=None, time_limit=DEFAULT_TIME_LIMIT_S, include_dirs=(),
-        trusted=False, defines=()) -> None:
+        trusted=False, defines=(), textures=None) -> None:
     """Run `kernel` of an MSL source like dispatchThreadgroups:threadsPerThreadgroup:.
 
     source_or_path: MSL text, or a path to a .metal file (its folder is on the include path).
@@ -499,6 +554,8 @@ def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, b
     os_threads: OS threads running threadgroups (0: FGEMU_THREADS or one per core).
     stack_kb: private memory per emulated thread (default 256 KiB, FGEMU_STACK_KB).
     time_limit: seconds before the dispatch is stopped with KernelError (None: no limit).
+    textures: list or {index: texture} for [[texture(n)]] arguments: Texture objects, or
+        arrays taken as 2D textures of shape (H, W[, C]).
     include_dirs, trusted, defines: as for compile().
     Raises EmuCompileError / EmuRefusedError (translation, compile, policy), NotFoundError
     (no such kernel), KernelError (an emulator finding, a fault, a time limit) or ValueError
@@ -508,7 +565,7 @@ def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, b
     mod.run(kernel, threadgroups=threadgroups, threads_per_threadgroup=threads_per_threadgroup,
             buffers=buffers, constants=constants, threadgroup_memory=threadgroup_memory,
             strict=strict, order=order, seed=seed, os_threads=os_threads, stack_kb=stack_kb,
-            time_limit=time_limit)
+            time_limit=time_limit, textures=textures)
 
 
 # ---- the worker process ------------------------------------------------------------------------
@@ -644,7 +701,7 @@ def _buffer_views(buffers) -> List[Optional[memoryview]]:
     return out
 
 
-def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = ()):
+def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = (), textures=()):
     """Sends one request to the worker (started if needed) and returns its answer."""
     global _worker
     with _worker_lock:
@@ -654,7 +711,8 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
             _worker = _Worker()
         w = _worker
         layout, off = [], 0
-        for v in views:
+        all_views = list(views) + [t[0] if t else None for t in textures]
+        for v in all_views:
             if v is None:
                 layout.append(None)
                 continue
@@ -664,10 +722,13 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
         if req.get("op") == "run":
             if off:
                 w.ensure_arena(off)
-                for v, lay in zip(views, layout):
+                for v, lay in zip(all_views, layout):
                     if lay:
                         w.arena[lay[0]:lay[0] + lay[1]] = v
-            req = dict(req, buffers=layout, arena=w.arena_path, arena_size=w.arena_size if off else 0)
+            nb = len(views)
+            tex_req = [(lay[0], t[1]) if t else None for t, lay in zip(textures, layout[nb:])]
+            req = dict(req, buffers=layout[:nb], textures=tex_req, arena=w.arena_path,
+                       arena_size=w.arena_size if off else 0)
         # The runtime's watchdog reports the running thread at the limit; this deadline is
         # the backstop for a worker that cannot even do that.
         deadline = None if not time_limit else time.monotonic() + time_limit + 10.0
@@ -698,7 +759,7 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
         if ans["rc"] == 3:
             raise KernelError(f"metal-emu: the worker could not run {what}: {ans['text']}")
         if req.get("op") == "run":
-            for v, lay in zip(views, layout):
+            for v, lay in zip(all_views, layout):
                 if lay and not v.readonly:
                     v[:] = w.arena[lay[0]:lay[0] + lay[1]]
         return ans

@@ -52,8 +52,6 @@ POSITION_ATTRS = {
 # Kernel argument attributes of resources the emulator does not model.
 UNSUPPORTED_ATTRS = {
     "stage_in": "[[stage_in]] argument",
-    "texture": "texture argument",
-    "sampler": "sampler argument",
     "visible_function_table": "visible function table",
     "intersection_function_table": "intersection function table",
     "instance_acceleration_structure": "acceleration structure",
@@ -481,6 +479,10 @@ def classify(attrs, text):
                 return ("buffer", int(arg.strip(), 0))
             if name == "threadgroup":
                 return ("threadgroup_mem", int(arg.strip(), 0))
+            if name == "texture":
+                return ("texture", int_constant(arg))
+            if name == "sampler":
+                return ("sampler", int_constant(arg))
             if name in POSITION_ATTRS:
                 return ("attribute", "threads_per_grid" if name == "grid_size" else name)
             if name in UNSUPPORTED_ATTRS:
@@ -488,31 +490,44 @@ def classify(attrs, text):
     return None
 
 
-_RESOURCE_TYPE = re.compile(r"\b(texture\w*|depth\w*|sampler|imageblock|acceleration_structure|"
+_RESOURCE_TYPE = re.compile(r"\b(imageblock|acceleration_structure|raytracing::\w+|"
                             r"intersection_function_table|visible_function_table|"
                             r"indirect_command_buffer|render_pipeline_state)\b")
+_TEXTURE_TYPE = re.compile(r"\b(texture(1d|2d|3d|cube|_buffer)\w*|depth(2d|cube)\w*)\s*<")
 
 
 def parse_params(m: str, open_paren: int):
     close = match_close(m, open_paren, "(", ")")
     body = m[open_paren + 1:close]
     params = []
-    for part in split_top(body):
+    for part in split_template_args(body):  # texture2d<float, access::read> is one parameter
         attrs = [a for (_, _, a) in find_attributes(part)]
         plain = re.sub(r"\[\[.*?\]\]", " ", part, flags=re.S)
         params.append(Param(text=" ".join(plain.split()), attrs=attrs))
     # Explicit indices first; unannotated buffer-like arguments take the lowest free index
     # in declaration order (MSL's "first available location").
-    used = set()
+    used = {"buffer": set(), "texture": set(), "sampler": set()}
     for p in params:
         r = classify(p.attrs, p.text)
         if r is not None:
             p.role = r
-            if r[0] == "buffer":
-                used.add(r[1])
+            if r[0] in used:
+                used[r[0]].add(r[1])
+    def first_free(kind):
+        n = 0
+        while n in used[kind]:
+            n += 1
+        used[kind].add(n)
+        return n
     nxt = 0
     for p in params:
         if p.role != ("buffer", -1):
+            continue
+        if _TEXTURE_TYPE.search(p.text) and "*" not in p.text:
+            p.role = ("texture", first_free("texture"))
+            continue
+        if re.search(r"\bsampler\b", p.text) and "*" not in p.text:
+            p.role = ("sampler", first_free("sampler"))
             continue
         rm = _RESOURCE_TYPE.search(p.text)
         if rm:
@@ -521,10 +536,7 @@ def parse_params(m: str, open_paren: int):
         if re.match(r"(const\s+)?threadgroup\b", p.text):
             p.role = ("threadgroup_auto", len(params))
             continue
-        while nxt in used:
-            nxt += 1
-        p.role = ("buffer", nxt)
-        used.add(nxt)
+        p.role = ("buffer", first_free("buffer"))
     return params, close
 
 
@@ -1053,6 +1065,8 @@ def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
                 roles.append(f"{{::fgemu::ArgRole::threadgroup_auto, {len(roles)}}}")
             elif kind == "buffer":
                 roles.append(f"{{::fgemu::ArgRole::buffer, {idx}}}")
+            elif kind in ("texture", "sampler"):
+                roles.append(f"{{::fgemu::ArgRole::{kind}, {idx}}}")
             else:
                 roles.append("{::fgemu::ArgRole::buffer, -1}")
         arr = "nullptr"

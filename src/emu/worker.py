@@ -90,6 +90,10 @@ class Worker:
         nbuf = len(bufs)
         ptrs = (ctypes.c_void_p * max(nbuf, 1))(*[base + b[0] if b else None for b in bufs])
         sizes = (ctypes.c_size_t * max(nbuf, 1))(*[b[1] if b else 0 for b in bufs])
+        texs = req.get("textures", [])
+        ntex = len(texs)
+        tex_ptrs = (ctypes.c_void_p * max(ntex, 1))(*[base + t[0] if t else None for t in texs])
+        tex_desc = (ctypes.c_uint * max(6 * ntex, 1))(*[x for t in texs for x in (t[1] if t else [0] * 6)])
         tg = req["threadgroup_memory"]
         tg_lens = (ctypes.c_size_t * max(len(tg), 1))(*tg)
         fcs = req["constants"]
@@ -107,7 +111,8 @@ class Worker:
             (ctypes.c_size_t * max(n_fc, 1))(*[len(raw) for (_, raw) in fcs]),
             ctypes.c_int(req["strict"]), ctypes.c_int(req["order"]),
             ctypes.c_ulonglong(req["seed"]), ctypes.c_int(req["os_threads"]),
-            ctypes.c_size_t(req["stack_kb"]), ctypes.c_double(req["time_limit"]), err,
+            ctypes.c_size_t(req["stack_kb"]), ctypes.c_double(req["time_limit"]),
+            ctypes.c_int(ntex), tex_ptrs, tex_desc, err,
             ctypes.c_size_t(len(err)))
         return {"rc": rc, "text": err.value.decode(errors="replace")}
 

@@ -50,7 +50,9 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
                              const size_t* tg_lens, int nfc, const int* fc_index,
                              void* const* fc_values, const size_t* fc_sizes, int strict,
                              int order, unsigned long long seed, int os_threads,
-                             size_t stack_kb, double time_limit_s, char* err, size_t errlen) {
+                             size_t stack_kb, double time_limit_s, int ntex,
+                             void* const* tex_ptrs, const unsigned* tex_desc, char* err,
+                             size_t errlen) {
     ensure_registered();
     const fgemu::KernelEntry* k = fgemu::find_kernel(kernel);
     if (!k) {
@@ -67,6 +69,19 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
         d.threads_per_threadgroup = fgemu::U3{tpg[0], tpg[1], tpg[2]};
         for (int i = 0; i < nbuf; ++i) d.buffers.push_back(fgemu::Binding{ptrs[i], sizes[i]});
         for (int i = 0; i < ntg; ++i) d.threadgroup_memory.push_back(tg_lens[i]);
+        // Per texture: width, height, depth, slices, channels, format.
+        for (int i = 0; i < ntex; ++i) {
+            fgemu::TextureBinding t;
+            const unsigned* q = tex_desc + 6 * i;
+            t.ptr = tex_ptrs[i];
+            t.width = q[0];
+            t.height = q[1];
+            t.depth = q[2];
+            t.slices = q[3];
+            t.channels = q[4];
+            t.format = fgemu::TextureBinding::Format(q[5]);
+            d.textures.push_back(t);
+        }
         fgemu::clear_function_constants();
         for (int i = 0; i < nfc; ++i)
             fgemu::set_function_constant(fc_index[i], fc_values[i], fc_sizes[i]);

@@ -574,6 +574,18 @@ const void* running_fiber_guard(size_t* bytes) {
     return t->fiber->guard(bytes);
 }
 
+size_t TextureBinding::bytes() const {
+    static const size_t elem[] = {4, 2, 4, 4, 2, 2, 1, 1};
+    return size_t(width) * height * depth * slices * channels * elem[format];
+}
+
+const TextureBinding* bound_texture(int index) {
+    const Dispatch* d = current().group->d;
+    if (index < 0 || size_t(index) >= d->textures.size() || !d->textures[size_t(index)].ptr)
+        fail("texture(" + std::to_string(index) + ") is not bound");
+    return &d->textures[size_t(index)];
+}
+
 const Binding& bound_buffer(int index) {
     const Dispatch* d = current().group->d;
     static const Binding none;

@@ -70,11 +70,26 @@ template <class A>
 decltype(auto) bind_arg(const ArgRole& r) {
     using Bare = std::remove_cv_t<std::remove_reference_t<A>>;
     if (r.kind == ArgRole::attribute) {
-        if constexpr (std::is_pointer_v<Bare> || std::is_reference_v<A>) {
-            fail("position attribute bound to a pointer or reference parameter");
+        if constexpr (std::is_pointer_v<Bare> || std::is_reference_v<A> ||
+                      !(std::is_arithmetic_v<Bare> || metal::detail::is_vec<Bare>::value)) {
+            fail("position attribute bound to a parameter that is not a scalar or vector");
             return A(*static_cast<Bare*>(nullptr));
         } else {
             return attr_as<Bare>(Attr(r.index));
+        }
+    } else if (r.kind == ArgRole::texture) {
+        if constexpr (metal::is_texture<Bare>::value) {
+            return Bare(bound_texture(r.index));
+        } else {
+            fail("[[texture(n)]] on a parameter that is not a texture");
+            return A(*static_cast<Bare*>(nullptr));
+        }
+    } else if (r.kind == ArgRole::sampler) {
+        if constexpr (std::is_same_v<Bare, metal::sampler>) {
+            return Bare();  // the host's sampler state is not modelled: nearest, clamp
+        } else {
+            fail("[[sampler(n)]] on a parameter that is not a sampler");
+            return A(*static_cast<Bare*>(nullptr));
         }
     } else if (r.kind == ArgRole::threadgroup_auto) {
         if constexpr (std::is_pointer_v<Bare>) {

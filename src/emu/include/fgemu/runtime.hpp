@@ -98,7 +98,7 @@ bool fc_defined(const void* var);
 // ---- dispatch --------------------------------------------------------------------------
 
 struct ArgRole {
-    enum Kind : int { buffer, threadgroup_mem, attribute, threadgroup_auto } kind;
+    enum Kind : int { buffer, threadgroup_mem, attribute, threadgroup_auto, texture, sampler } kind;
     int index;  // buffer / threadgroup index, or Attr
 };
 
@@ -134,6 +134,16 @@ struct Binding {
     size_t size = 0;
 };
 
+// A texture as the host binds it: texels of `channels` components of one storage format,
+// x fastest, then y, z, then the array slice (or cube face).
+struct TextureBinding {
+    enum Format : uint32_t { f32, f16, i32, u32, i16, u16, i8, u8 };
+    void* ptr = nullptr;
+    uint32_t width = 0, height = 1, depth = 1, slices = 1, channels = 1;
+    Format format = f32;
+    size_t bytes() const;
+};
+
 enum class Order : int { natural = 0, reversed = 1, shuffled = 2 };
 
 struct DispatchOptions {
@@ -151,6 +161,7 @@ struct Dispatch {
     U3 threadgroups, threads_per_threadgroup;
     std::vector<Binding> buffers;           // index -> binding (ptr may be null: unbound)
     std::vector<size_t> threadgroup_memory; // index -> bytes
+    std::vector<TextureBinding> textures;   // index -> texture (ptr may be null: unbound)
 };
 
 // Kernels compiled into this module (registered by the generated glue).
@@ -169,6 +180,7 @@ void run(const KernelEntry& k, const Dispatch& d, const DispatchOptions& opt);
 
 // Internal: buffers the running dispatch bound.
 const Binding& bound_buffer(int index);
+const TextureBinding* bound_texture(int index);
 void* bound_threadgroup_memory(int index);
 
 }  // namespace fgemu

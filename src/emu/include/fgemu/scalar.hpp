@@ -223,7 +223,9 @@ inline constexpr bool is_scalar_v = is_scalar<T>::value;
 #define HALF_EPSILON (::half(0.0009765625f))
 #define MAXHALF HALF_MAX
 #define BFLOAT_MAX (::bfloat::from_bits(0x7f7f))
+#ifndef MAXFLOAT
 #define MAXFLOAT FLT_MAX
+#endif
 #define M_E_F 2.71828182845904523536f
 #define M_LOG2E_F 1.44269504088896340736f
 #define M_LOG10E_F 0.434294481903251827651f
