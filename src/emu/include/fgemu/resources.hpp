@@ -17,6 +17,7 @@ namespace metal {
 
 enum class access { read, write, read_write, sample };
 enum memory_coherence { memory_coherence_threadgroup, memory_coherence_device };
+enum class component { x, y, z, w };  // which channel gather() returns
 
 namespace coord { enum coord_t { normalized, pixel }; }
 namespace filter { enum filter_t { nearest, linear, bicubic }; }
