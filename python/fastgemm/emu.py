@@ -456,6 +456,7 @@ def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public na
             return _modules[hit[0]]
     scan = _scanner()
     try:
+        # Unwrapped: the source's names are at global scope, as in Metal (one source per module).
         glue = scan.glue(text, display, "user", base, inc, cxx, trusted, defines, wrap=False)
     except scan.Refused as e:
         raise EmuRefusedError(str(e)) from None

@@ -21,8 +21,12 @@ using if_scalar = std::enable_if_t<fgemu::is_scalar_v<T>, R>;
 }  // namespace detail
 
 // One-argument float functions, scalar and vector.
+// Scalar functions: non-template float and half overloads as Metal declares them (so that
+// pow(x, 2) converts the int), and a template for bfloat and the rest.
 #define FG_MATH1(name, impl)                                                                    \
-    template <class T>                                                                          \
+    inline float name(float x) { return float(impl(x)); }                                       \
+    inline half name(half x) { return half(impl(float(x))); }                                   \
+    template <class T, std::enable_if_t<!std::is_same_v<T, float> && !std::is_same_v<T, half>, int> = 0> \
     inline detail::if_float<T> name(T x) {                                                      \
         using C = detail::calc_t<T>;                                                            \
         return T(impl(C(x)));                                                                   \
@@ -34,7 +38,9 @@ using if_scalar = std::enable_if_t<fgemu::is_scalar_v<T>, R>;
         return r;                                                                               \
     }
 #define FG_MATH2(name, impl)                                                                    \
-    template <class T>                                                                          \
+    inline float name(float x, float y) { return float(impl(x, y)); }                           \
+    inline half name(half x, half y) { return half(impl(float(x), float(y))); }                 \
+    template <class T, std::enable_if_t<!std::is_same_v<T, float> && !std::is_same_v<T, half>, int> = 0> \
     inline detail::if_float<T> name(T x, T y) {                                                 \
         using C = detail::calc_t<T>;                                                            \
         return T(impl(C(x), C(y)));                                                             \
@@ -58,7 +64,9 @@ using if_scalar = std::enable_if_t<fgemu::is_scalar_v<T>, R>;
         return r;                                                                               \
     }
 #define FG_MATH3(name, impl)                                                                    \
-    template <class T>                                                                          \
+    inline float name(float x, float y, float z) { return float(impl(x, y, z)); }               \
+    inline half name(half x, half y, half z) { return half(impl(float(x), float(y), float(z))); } \
+    template <class T, std::enable_if_t<!std::is_same_v<T, float> && !std::is_same_v<T, half>, int> = 0> \
     inline detail::if_float<T> name(T x, T y, T z) {                                            \
         using C = detail::calc_t<T>;                                                            \
         return T(impl(C(x), C(y), C(z)));                                                       \
@@ -72,73 +80,73 @@ using if_scalar = std::enable_if_t<fgemu::is_scalar_v<T>, R>;
     }
 
 namespace detail {
-template <class C> C fract_(C x) { return std::fmin(x - std::floor(x), C(0x1.fffffep-1)); }
-template <class C> C rsqrt_(C x) { return C(1) / std::sqrt(x); }
-template <class C> C sinpi_(C x) { return std::sin(x * C(M_PI_F)); }
-template <class C> C cospi_(C x) { return std::cos(x * C(M_PI_F)); }
-template <class C> C tanpi_(C x) { return std::tan(x * C(M_PI_F)); }
-template <class C> C exp10_(C x) { return std::pow(C(10), x); }
-template <class C> C saturate_(C x) { return std::fmin(std::fmax(x, C(0)), C(1)); }
-template <class C> C sign_(C x) { return x > C(0) ? C(1) : x < C(0) ? C(-1) : std::isnan(x) ? C(0) : x; }
-template <class C> C powr_(C x, C y) { return std::pow(x, y); }
+template <class C> C fract_(C x) { return fgemu::libm::fmin(x - fgemu::libm::floor(x), C(0x1.fffffep-1)); }
+template <class C> C rsqrt_(C x) { return C(1) / fgemu::libm::sqrt(x); }
+template <class C> C sinpi_(C x) { return fgemu::libm::sin(x * C(M_PI_F)); }
+template <class C> C cospi_(C x) { return fgemu::libm::cos(x * C(M_PI_F)); }
+template <class C> C tanpi_(C x) { return fgemu::libm::tan(x * C(M_PI_F)); }
+template <class C> C exp10_(C x) { return fgemu::libm::pow(C(10), x); }
+template <class C> C saturate_(C x) { return fgemu::libm::fmin(fgemu::libm::fmax(x, C(0)), C(1)); }
+template <class C> C sign_(C x) { return x > C(0) ? C(1) : x < C(0) ? C(-1) : fgemu::libm::isnan(x) ? C(0) : x; }
+template <class C> C powr_(C x, C y) { return fgemu::libm::pow(x, y); }
 template <class C> C step_(C edge, C x) { return x < edge ? C(0) : C(1); }
 template <class C> C divide_(C x, C y) { return x / y; }
-template <class C> C fmax3_(C x, C y, C z) { return std::fmax(std::fmax(x, y), z); }
-template <class C> C fmin3_(C x, C y, C z) { return std::fmin(std::fmin(x, y), z); }
-template <class C> C fmedian3_(C x, C y, C z) { return std::fmax(std::fmin(x, y), std::fmin(std::fmax(x, y), z)); }
+template <class C> C fmax3_(C x, C y, C z) { return fgemu::libm::fmax(fgemu::libm::fmax(x, y), z); }
+template <class C> C fmin3_(C x, C y, C z) { return fgemu::libm::fmin(fgemu::libm::fmin(x, y), z); }
+template <class C> C fmedian3_(C x, C y, C z) { return fgemu::libm::fmax(fgemu::libm::fmin(x, y), fgemu::libm::fmin(fgemu::libm::fmax(x, y), z)); }
 template <class C> C mix_(C x, C y, C a) { return x + (y - x) * a; }
 template <class C> C smoothstep_(C e0, C e1, C x) {
     C t = saturate_((x - e0) / (e1 - e0));
     return t * t * (C(3) - C(2) * t);
 }
-template <class C> C clampf_(C x, C lo, C hi) { return std::fmin(std::fmax(x, lo), hi); }
+template <class C> C clampf_(C x, C lo, C hi) { return fgemu::libm::fmin(fgemu::libm::fmax(x, lo), hi); }
 }  // namespace detail
 
-FG_MATH1(acos, std::acos)
-FG_MATH1(acosh, std::acosh)
-FG_MATH1(asin, std::asin)
-FG_MATH1(asinh, std::asinh)
-FG_MATH1(atan, std::atan)
-FG_MATH1(atanh, std::atanh)
-FG_MATH1(ceil, std::ceil)
-FG_MATH1(cos, std::cos)
-FG_MATH1(cosh, std::cosh)
+FG_MATH1(acos, fgemu::libm::acos)
+FG_MATH1(acosh, fgemu::libm::acosh)
+FG_MATH1(asin, fgemu::libm::asin)
+FG_MATH1(asinh, fgemu::libm::asinh)
+FG_MATH1(atan, fgemu::libm::atan)
+FG_MATH1(atanh, fgemu::libm::atanh)
+FG_MATH1(ceil, fgemu::libm::ceil)
+FG_MATH1(cos, fgemu::libm::cos)
+FG_MATH1(cosh, fgemu::libm::cosh)
 FG_MATH1(cospi, detail::cospi_)
-FG_MATH1(exp, std::exp)
-FG_MATH1(exp2, std::exp2)
+FG_MATH1(exp, fgemu::libm::exp)
+FG_MATH1(exp2, fgemu::libm::exp2)
 FG_MATH1(exp10, detail::exp10_)
-FG_MATH1(fabs, std::fabs)
-FG_MATH1(floor, std::floor)
+FG_MATH1(fabs, fgemu::libm::fabs)
+FG_MATH1(floor, fgemu::libm::floor)
 FG_MATH1(fract, detail::fract_)
-FG_MATH1(log, std::log)
-FG_MATH1(log2, std::log2)
-FG_MATH1(log10, std::log10)
-FG_MATH1(rint, std::rint)
-FG_MATH1(round, std::round)
+FG_MATH1(log, fgemu::libm::log)
+FG_MATH1(log2, fgemu::libm::log2)
+FG_MATH1(log10, fgemu::libm::log10)
+FG_MATH1(rint, fgemu::libm::rint)
+FG_MATH1(round, fgemu::libm::round)
 FG_MATH1(rsqrt, detail::rsqrt_)
-FG_MATH1(sin, std::sin)
-FG_MATH1(sinh, std::sinh)
+FG_MATH1(sin, fgemu::libm::sin)
+FG_MATH1(sinh, fgemu::libm::sinh)
 FG_MATH1(sinpi, detail::sinpi_)
-FG_MATH1(sqrt, std::sqrt)
-FG_MATH1(tan, std::tan)
-FG_MATH1(tanh, std::tanh)
+FG_MATH1(sqrt, fgemu::libm::sqrt)
+FG_MATH1(tan, fgemu::libm::tan)
+FG_MATH1(tanh, fgemu::libm::tanh)
 FG_MATH1(tanpi, detail::tanpi_)
-FG_MATH1(trunc, std::trunc)
+FG_MATH1(trunc, fgemu::libm::trunc)
 FG_MATH1(saturate, detail::saturate_)
 // Not here on purpose: erf, erfc, expm1, log1p, cbrt, hypot are not in Metal's library, and
 // libraries that need them define their own (a second candidate would be ambiguous).
-FG_MATH2(atan2, std::atan2)
-FG_MATH2(copysign, std::copysign)
-FG_MATH2(fdim, std::fdim)
-FG_MATH2(fmax, std::fmax)
-FG_MATH2(fmin, std::fmin)
-FG_MATH2(fmod, std::fmod)
-FG_MATH2(nextafter, std::nextafter)
-FG_MATH2(pow, std::pow)
+FG_MATH2(atan2, fgemu::libm::atan2)
+FG_MATH2(copysign, fgemu::libm::copysign)
+FG_MATH2(fdim, fgemu::libm::fdim)
+FG_MATH2(fmax, fgemu::libm::fmax)
+FG_MATH2(fmin, fgemu::libm::fmin)
+FG_MATH2(fmod, fgemu::libm::fmod)
+FG_MATH2(nextafter, fgemu::libm::nextafter)
+FG_MATH2(pow, fgemu::libm::pow)
 FG_MATH2(powr, detail::powr_)
 FG_MATH2(divide, detail::divide_)
-FG_MATH3(fma, std::fma)
-FG_MATH3(mad, std::fma)
+FG_MATH3(fma, fgemu::libm::fma)
+FG_MATH3(mad, fgemu::libm::fma)
 FG_MATH3(fmax3, detail::fmax3_)
 FG_MATH3(fmin3, detail::fmin3_)
 FG_MATH3(fmedian3, detail::fmedian3_)
@@ -147,7 +155,7 @@ FG_MATH3(smoothstep, detail::smoothstep_)
 // abs, sign: floats and integers.
 template <class T>
 inline detail::if_scalar<T> abs(T x) {
-    if constexpr (fgemu::is_float_v<T>) return T(std::fabs(float(x)));
+    if constexpr (fgemu::is_float_v<T>) return T(fgemu::libm::fabs(float(x)));
     else if constexpr (std::is_unsigned_v<T>) return x;
     else return T(x < 0 ? -x : x);
 }
@@ -262,7 +270,7 @@ vec<T, N> fma(const vec<T, N, P>& a, const vec<T, N, P>& b, U c) { return fma(a,
 template <class T>
 inline detail::if_float<T> modf(T x, T& ip) {
     float i;
-    float f = std::modf(float(x), &i);
+    float f = fgemu::libm::modf(float(x), &i);
     ip = T(i);
     return T(f);
 }
@@ -274,8 +282,8 @@ vec<T, N> modf(const vec<T, N, P>& x, vec<T, N, P>& ip) {
 }
 template <class T>
 inline detail::if_float<T> sincos(T x, T& c) {
-    c = T(std::cos(float(x)));
-    return T(std::sin(float(x)));
+    c = T(fgemu::libm::cos(float(x)));
+    return T(fgemu::libm::sin(float(x)));
 }
 template <class T, int N, bool P>
 vec<T, N> sincos(const vec<T, N, P>& x, vec<T, N, P>& c) {
@@ -284,7 +292,7 @@ vec<T, N> sincos(const vec<T, N, P>& x, vec<T, N, P>& c) {
     return r;
 }
 template <class T>
-inline detail::if_float<T> frexp(T x, int& e) { return T(std::frexp(float(x), &e)); }
+inline detail::if_float<T> frexp(T x, int& e) { return T(fgemu::libm::frexp(float(x), &e)); }
 template <class T, int N, bool P>
 vec<T, N> frexp(const vec<T, N, P>& x, vec<int, N>& e) {
     vec<T, N> r{};
@@ -292,7 +300,7 @@ vec<T, N> frexp(const vec<T, N, P>& x, vec<int, N>& e) {
     return r;
 }
 template <class T>
-inline detail::if_float<T> ldexp(T x, int e) { return T(std::ldexp(float(x), e)); }
+inline detail::if_float<T> ldexp(T x, int e) { return T(fgemu::libm::ldexp(float(x), e)); }
 template <class T, int N, bool P, bool Q>
 vec<T, N> ldexp(const vec<T, N, P>& x, const vec<int, N, Q>& e) {
     vec<T, N> r{};
@@ -300,19 +308,19 @@ vec<T, N> ldexp(const vec<T, N, P>& x, const vec<int, N, Q>& e) {
     return r;
 }
 template <class T>
-inline detail::if_float<T, int> ilogb(T x) { return std::ilogb(float(x)); }
+inline detail::if_float<T, int> ilogb(T x) { return fgemu::libm::ilogb(float(x)); }
 
 // Classification.
 template <class T>
-inline detail::if_float<T, bool> isnan(T x) { return std::isnan(float(x)); }
+inline detail::if_float<T, bool> isnan(T x) { return fgemu::libm::isnan(float(x)); }
 template <class T>
-inline detail::if_float<T, bool> isinf(T x) { return std::isinf(float(x)); }
+inline detail::if_float<T, bool> isinf(T x) { return fgemu::libm::isinf(float(x)); }
 template <class T>
-inline detail::if_float<T, bool> isfinite(T x) { return std::isfinite(float(x)); }
+inline detail::if_float<T, bool> isfinite(T x) { return fgemu::libm::isfinite(float(x)); }
 template <class T>
-inline detail::if_float<T, bool> isnormal(T x) { return std::isnormal(float(x)); }
+inline detail::if_float<T, bool> isnormal(T x) { return fgemu::libm::isnormal(float(x)); }
 template <class T>
-inline detail::if_float<T, bool> signbit(T x) { return std::signbit(float(x)); }
+inline detail::if_float<T, bool> signbit(T x) { return fgemu::libm::signbit(float(x)); }
 template <class T>
 inline detail::if_float<T, bool> isordered(T x, T y) { return x == x && y == y; }
 template <class T>
@@ -372,7 +380,7 @@ vec<T, 3> cross(const vec<T, 3, P>& a, const vec<T, 3, Q>& b) {
 template <class T, int N, bool P>
 T length_squared(const vec<T, N, P>& a) { return dot(a, a); }
 template <class T, int N, bool P>
-T length(const vec<T, N, P>& a) { return T(std::sqrt(float(dot(a, a)))); }
+T length(const vec<T, N, P>& a) { return T(fgemu::libm::sqrt(float(dot(a, a)))); }
 template <class T>
 inline detail::if_float<T> length(T a) { return abs(a); }
 template <class T, int N, bool P, bool Q>
@@ -529,22 +537,22 @@ detail::if_int<T, vec<T, N>> insert_bits(const vec<T, N, P>& x, const vec<T, N, 
 // Pack/unpack (metal_pack).
 inline uint pack_float_to_unorm4x8(float4 v) {
     uint r = 0;
-    for (int i = 0; i < 4; ++i) r |= uint(std::lrint(detail::saturate_(v[i]) * 255.0f)) << (8 * i);
+    for (int i = 0; i < 4; ++i) r |= uint(fgemu::libm::lrint(detail::saturate_(v[i]) * 255.0f)) << (8 * i);
     return r;
 }
 inline uint pack_float_to_snorm4x8(float4 v) {
     uint r = 0;
     for (int i = 0; i < 4; ++i)
-        r |= (uint(int(std::lrint(detail::clampf_(v[i], -1.0f, 1.0f) * 127.0f))) & 0xffu) << (8 * i);
+        r |= (uint(int(fgemu::libm::lrint(detail::clampf_(v[i], -1.0f, 1.0f) * 127.0f))) & 0xffu) << (8 * i);
     return r;
 }
 inline uint pack_float_to_unorm2x16(float2 v) {
-    return uint(std::lrint(detail::saturate_(v[0]) * 65535.0f)) |
-           (uint(std::lrint(detail::saturate_(v[1]) * 65535.0f)) << 16);
+    return uint(fgemu::libm::lrint(detail::saturate_(v[0]) * 65535.0f)) |
+           (uint(fgemu::libm::lrint(detail::saturate_(v[1]) * 65535.0f)) << 16);
 }
 inline uint pack_float_to_snorm2x16(float2 v) {
-    return (uint(int(std::lrint(detail::clampf_(v[0], -1.0f, 1.0f) * 32767.0f))) & 0xffffu) |
-           (uint(int(std::lrint(detail::clampf_(v[1], -1.0f, 1.0f) * 32767.0f))) << 16);
+    return (uint(int(fgemu::libm::lrint(detail::clampf_(v[0], -1.0f, 1.0f) * 32767.0f))) & 0xffffu) |
+           (uint(int(fgemu::libm::lrint(detail::clampf_(v[1], -1.0f, 1.0f) * 32767.0f))) << 16);
 }
 inline float4 unpack_unorm4x8_to_float(uint x) {
     float4 r{};

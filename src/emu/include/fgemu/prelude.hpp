@@ -1,6 +1,6 @@
 // Everything the shims need from the C++ standard library, included before the MSL
 // keyword macros (device, thread, constant, threadgroup, kernel) become active: after
-// <metal_stdlib> no standard header may be included.
+// <metal_stdlib> no standard header may be included. No <cmath>: see libm.hpp.
 #pragma once
 
 #include <algorithm>
@@ -9,7 +9,6 @@
 #include <atomic>
 #include <cfloat>
 #include <climits>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -19,5 +18,6 @@
 #include <type_traits>
 #include <utility>
 
+#include "fgemu/libm.hpp"
 #include "fgemu/predefined.hpp"
 #include "fgemu/runtime.hpp"

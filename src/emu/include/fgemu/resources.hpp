@@ -80,7 +80,7 @@ T load_channel(const TB& b, const unsigned char* p) {
 template <class T>
 void store_channel(const TB& b, unsigned char* p, T x) {
     const float f = float(x);
-    auto norm = [&](float scale, float lo) { return std::lrint(std::fmin(std::fmax(f, lo), 1.0f) * scale); };
+    auto norm = [&](float scale, float lo) { return fgemu::libm::lrint(fgemu::libm::fmin(fgemu::libm::fmax(f, lo), 1.0f) * scale); };
     const bool fl = ::fgemu::is_float_v<T>;
     switch (b.format) {
         case TB::f32: { float v = f; std::memcpy(p, &v, 4); break; }
@@ -140,10 +140,10 @@ vec<T, 4> sample_2d(const TB* b, const sampler& s, float u, float v, long slice)
         if (s.zero_outside) return i;
         return std::min(std::max(i, 0L), n - 1);
     };
-    if (!s.linear) return read_texel<T>(b, wrap(long(std::floor(x)), b->width), wrap(long(std::floor(y)), b->height), 0, slice);
+    if (!s.linear) return read_texel<T>(b, wrap(long(fgemu::libm::floor(x)), b->width), wrap(long(fgemu::libm::floor(y)), b->height), 0, slice);
     x -= 0.5f;
     y -= 0.5f;
-    const long x0 = long(std::floor(x)), y0 = long(std::floor(y));
+    const long x0 = long(fgemu::libm::floor(x)), y0 = long(fgemu::libm::floor(y));
     const float fx = x - float(x0), fy = y - float(y0);
     vec<float, 4> acc(0.0f);
     for (int dy = 0; dy < 2; ++dy)
@@ -205,6 +205,10 @@ struct texture_base {
     vec<T, 4> gather(X&&...) const { fgemu::unsupported("texture gather()"); }
     template <class... X>
     T sample_compare(X&&...) const { fgemu::unsupported("depth texture sample_compare()"); }
+    template <class... X>
+    vec<T, 4> gather_compare(X&&...) const { fgemu::unsupported("depth texture gather_compare()"); }
+    template <class... X>
+    texel_t sample_grad(X&&...) const { fgemu::unsupported("texture sample with gradients"); }
 
     // Texture atomics (32-bit integer textures).
 #define FG_TEX_ATOMIC(name, expr)                                                               \
