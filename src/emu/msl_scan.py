@@ -877,8 +877,32 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
     fc_names = {}
     derived = 0
     cst_at = set()  # program-scope `constant` keywords already rewritten
+    # Function constants whose declaration has more specifiers than `constant`
+    # (`static constant constexpr const bool x [[function_constant(0)]];`): mutable statics.
+    fc_done = set()
+    for a, arg in fc_at.items():
+        st = a
+        while st > 0 and m_noattr[st - 1] not in ";{}":
+            st -= 1
+        head = m_noattr[st:a]
+        if depth[a] != 0 or not re.search(r"\bconstant\b", head) or \
+                not re.search(r"\b(static|constexpr|const)\b", head):
+            continue
+        names = declarators(head[re.search(r"\bconstant\b", head).end():])
+        ns = namespace_path(braces, a)
+        if not names or not names[-1] or ns is None:
+            continue
+        for wm in re.finditer(r"\b(static|constexpr|const|constant)\b", head):
+            edits.append((st + wm.start(), st + wm.end(), " " * len(wm.group(1))))
+        edits.append((st, st, "_FG_FC__ "))
+        res.function_constants.append(FunctionConstant(int_constant(arg), f"{ns}::{names[-1]}" if ns else names[-1]))
+        fc_names[names[-1]] = True
+        fc_done.add(st + re.search(r"\bconstant\b", head).start())
     for km in re.finditer(r"\b(threadgroup|constant)\b", m_noattr):
         word, s0 = km.group(1), km.start()
+        if s0 in fc_done:
+            cst_at.add(s0)
+            continue
         pj = prev_nonspace(m_noattr, s0)
         if depth[s0] != 0 or (pj >= 0 and m_noattr[pj] not in "{};:"):
             continue
@@ -915,6 +939,11 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
                 raise ScanError(f"{lines.where(s0)}: function constant outside namespace scope")
             res.function_constants.append(FunctionConstant(index, qual(names[0])))
             fc_names[names[0]] = True
+            continue
+        if re.search(r"[A-Za-z_>]\s*::\s*[A-Za-z_]\w*\s*(\[|=|$)", decl.split("=")[0].strip()):
+            # `constant constexpr const float C<6>::table[8];`: a static member's definition
+            edits.append((s0, km.end(), " " * len("constant")))
+            cst_at.add(s0)
             continue
         if re.search(r"\bconst(expr)?\b", decl.split("=")[0]) or \
                 (pj >= 0 and re.search(r"\bconstexpr\s*$", m_noattr[:s0])):
@@ -997,7 +1026,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
     out = pp
     for (a, b, rep) in sorted(kept, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:a] + rep + out[b:]
-    return out
+    return hoist_member_specializations(out)
 
 
 # ---- glue ------------------------------------------------------------------------------------
@@ -1027,6 +1056,55 @@ def int_constant(text: str) -> int:
 
 def cxx_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def hoist_member_specializations(text: str) -> str:
+    """Explicit specialisations of member function templates inside a (non-template) class,
+    which Clang and so Metal accept and GCC does not, move after the class as
+    `template <> R Class::f(...) {...}` (joined on one line, so later lines keep their
+    numbers)."""
+    m = blank_directives(mask(text))
+    braces = brace_tree(m)
+    moves = []  # (start, end, class close, text)
+    for b in braces:
+        if b.kind != "class" or not b.name or b.close < 0:
+            continue
+        before = m[max(0, b.open - 400):b.open]
+        if re.search(r"template\s*<[^{};]*>\s*(?:struct|class|union)\s+" + re.escape(b.name) + r"\b[^{};]*$", before):
+            continue  # a class template: its members' specialisations cannot move out alone
+        inner = [x for x in braces if b.open < x.open < b.close]
+        for tm in re.finditer(r"\btemplate\s*<\s*>", m[b.open:b.close]):
+            st = b.open + tm.start()
+            if any(x.open < st < x.close for x in inner):
+                continue  # nested deeper than the class body
+            body = next((x for x in inner if x.open > st), None)
+            if body is None or ";" in m[st:body.open]:
+                continue
+            head = text[st + (tm.end() - tm.start()):body.open]
+            op = re.search(r"\boperator\b", head)
+            if op:
+                at = op.start()
+            else:
+                paren = head.find("(")
+                idm = list(re.finditer(r"[A-Za-z_]\w*", head[:paren]))
+                if paren < 0 or not idm:
+                    continue
+                at = idm[-1].start()
+            moved = "template <> " + head[:at] + b.name + "::" + head[at:] + text[body.open:body.close + 1]
+            moves.append((st, body.close + 1, b.close, " ".join(moved.split())))
+    if not moves:
+        return text
+    out = text
+    # insert after each class's closing brace (and its `;`), then blank the originals
+    ends = {}
+    for st, en, close, mv in moves:
+        semi = re.match(r"\s*;", m[close + 1:])
+        ends.setdefault(close + 1 + (semi.end() if semi else 0), []).append(mv)
+    ops = [(st, en, blank(text[st:en])) for st, en, _, _ in moves]
+    ops += [(pos, pos, " " + " ".join(mvs)) for pos, mvs in ends.items()]
+    for a, b_, rep in sorted(ops, key=lambda e: (e[0], e[1]), reverse=True):
+        out = out[:a] + rep + out[b_:]
+    return out
 
 
 def reopen_metal_outside(text: str, ns: str) -> str:

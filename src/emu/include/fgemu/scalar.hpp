@@ -27,6 +27,10 @@ struct bfloat {
     constexpr explicit bfloat(float f) : bits(round(f)) {}
     constexpr explicit bfloat(double d) : bfloat(float(d)) {}
     constexpr explicit bfloat(half h) : bfloat(float(h)) {}
+    // Assignment from a wider type rounds, as in MSL (not a conversion: ?: is unaffected).
+    constexpr bfloat& operator=(float f) { bits = round(f); return *this; }
+    constexpr bfloat& operator=(double d) { bits = round(float(d)); return *this; }
+    bfloat& operator=(half h) { bits = round(float(h)); return *this; }
     template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
     constexpr bfloat(I i) : bfloat(float(i)) {}
     // Implicit only to float, double and bool: a plain `operator float` would also convert
@@ -93,6 +97,11 @@ FG_BF_CMP(<=)
 FG_BF_CMP(>)
 FG_BF_CMP(>=)
 #undef FG_BF_CMP
+// float op= bfloat (the bfloat widens).
+inline float& operator+=(float& a, bfloat b) { return a += float(b); }
+inline float& operator-=(float& a, bfloat b) { return a -= float(b); }
+inline float& operator*=(float& a, bfloat b) { return a *= float(b); }
+inline float& operator/=(float& a, bfloat b) { return a /= float(b); }
 inline constexpr bfloat operator-(bfloat a) { return bfloat::from_bits(uint16_t(a.bits ^ 0x8000u)); }
 inline constexpr bfloat operator+(bfloat a) { return a; }
 inline bfloat& operator++(bfloat& a) { return a = a + 1; }
