@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,7 +25,22 @@ std::atomic<bool> g_installed{false};
 std::atomic<bool> g_claimed{false};
 double g_time_limit = 0;
 constexpr size_t kAltStackBytes = 64 * 1024;
-thread_local void* t_alt_stack = nullptr;
+
+// The thread's alternate signal stack, where the fault handler runs (a stack overflow leaves
+// no room on the fiber's own). Installed only where the thread has none (AddressSanitizer
+// installs its own and unmaps it itself when the thread ends); removed with the thread.
+struct AltStack {
+    void* mem = nullptr;
+    ~AltStack() {
+        if (!mem) return;
+        stack_t ss;
+        std::memset(&ss, 0, sizeof ss);
+        ss.ss_flags = SS_DISABLE;
+        sigaltstack(&ss, nullptr);
+        munmap(mem, kAltStackBytes);
+    }
+};
+thread_local AltStack t_alt_stack;
 
 std::mutex& threads_mu() {
     static std::mutex* m = new std::mutex;
@@ -98,13 +114,17 @@ bool fault_handlers_installed() { return g_installed.load(); }
 
 void enter_worker_thread() {
     if (!g_installed.load()) return;
-    if (!t_alt_stack) {
-        t_alt_stack = ::operator new(kAltStackBytes);
-        stack_t ss;
-        ss.ss_sp = t_alt_stack;
-        ss.ss_size = kAltStackBytes;
-        ss.ss_flags = 0;
-        sigaltstack(&ss, nullptr);
+    stack_t old;
+    if (!t_alt_stack.mem && sigaltstack(nullptr, &old) == 0 && (old.ss_flags & SS_DISABLE)) {
+        void* m = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+        if (m != MAP_FAILED) {
+            stack_t ss;
+            std::memset(&ss, 0, sizeof ss);
+            ss.ss_sp = m;
+            ss.ss_size = kAltStackBytes;
+            if (sigaltstack(&ss, nullptr) == 0) t_alt_stack.mem = m;
+            else munmap(m, kAltStackBytes);
+        }
     }
     std::lock_guard<std::mutex> lock(threads_mu());
     threads().push_back(pthread_self());
