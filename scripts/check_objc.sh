@@ -8,7 +8,10 @@
 # FASTGEMM_MACOS_SDK is a directory with include/ and Frameworks/ (the layout of the public
 # mitchellh/zig-build-macos-sdk repository: Foundation and Metal, macOS 14). Without it the
 # script says so and exits 0. That SDK has no MetalPerformanceShaders headers, so the MPS code
-# is compiled out with -DFASTGEMM_SYNTAX_CHECK_NO_MPS (see src/metal/mps_baseline.mm).
+# is compiled out with -DFASTGEMM_SYNTAX_CHECK_NO_MPS (see src/metal/mps_baseline.mm); with
+# FASTGEMM_MPS_HEADERS (a folder of Apple's MetalPerformanceShaders headers) the MPS code is
+# then checked at the declaration level by scripts/check_mps_calls.py: every MPS identifier and
+# every selector it sends must be declared by those headers or by the SDK's Foundation/Metal.
 # CLANGXX and LIBCXX_INCLUDE override the compiler and the libc++ header directory.
 set -euo pipefail
 
@@ -72,4 +75,7 @@ for f in "${files[@]}"; do
     status=1
   fi
 done
+if [[ -n "${FASTGEMM_MPS_HEADERS:-}" ]]; then
+  python3 "$here/scripts/check_mps_calls.py" || status=1
+fi
 exit $status

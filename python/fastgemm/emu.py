@@ -2,48 +2,69 @@
 
     import numpy as np, fastgemm.emu
     x = np.arange(64, dtype=np.float32); y = np.zeros_like(x)
-    fastgemm.emu.run('''
+    fastgemm.emu.run(\'\'\'
         #include <metal_stdlib>
         using namespace metal;
         kernel void twice(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
                           uint i [[thread_position_in_grid]]) { y[i] = 2 * x[i]; }
-    ''', "twice", threadgroups=2, threads_per_threadgroup=32, buffers=[x, y])
+    \'\'\', "twice", threadgroups=2, threads_per_threadgroup=32, buffers=[x, y])
 
-The source is compiled as C++ with the system compiler against metal-emu's shim headers at
-first use and cached by content hash (FASTGEMM_EMU_CACHE, else the user cache directory).
-The emulator checks correctness (barrier divergence in strict mode, out-of-range dispatches,
-writes past a buffer, threadgroup memory limits); it never measures performance.
+The source is compiled as host C++ with the system compiler against metal-emu's shim headers
+at first use and cached by content hash (FASTGEMM_EMU_CACHE, else the user cache directory;
+safe for several processes at once). By default the safe policy refuses what no Metal shader
+can do (host headers, calls outside the emulator runtime and the math library, static
+initialisers, inline assembly); `trusted=True` lifts it for code you trust. Dispatches run
+in a worker process: a shader that faults, divides by zero, aborts or overruns its time
+limit raises KernelError naming the kernel, threadgroup and thread, and Ctrl-C stops it.
+The emulator checks correctness; it never measures performance. See docs/metal-emu.md.
 """
 from __future__ import annotations
 
 import argparse
-import ctypes
+import atexit
+import fcntl
 import hashlib
 import importlib.util
+import mmap
 import os
+import pickle
 import re
+import select
 import shlex
+import shutil
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import FastgemmError, KernelError, NotFoundError
 
-__all__ = ["run", "compile", "EmuCompileError", "EmuModule", "emu_dir", "main_emu",
-           "add_emu_parser"]
+__all__ = ["run", "compile", "EmuCompileError", "EmuRefusedError", "EmuModule", "Texture",
+           "emu_dir", "main_emu", "add_emu_parser"]
 
 _ORDERS = {"natural": 0, "reversed": 1, "shuffled": 2}
+DEFAULT_TIME_LIMIT_S = 300.0
+_MAX_OS_THREADS = 1024
+_STACK_KB_RANGE = (16, 1 << 20)
 
 
 class EmuCompileError(FastgemmError, RuntimeError):
-    """The MSL source did not translate or compile; the message carries the compiler's."""
+    """The MSL source did not translate or compile. The message starts with the file and
+    line, then "unsupported: <construct>" (or the compiler's first error)."""
+
+
+class EmuRefusedError(EmuCompileError):
+    """The safe policy refused the source (pass trusted=True for code you trust)."""
 
 
 def emu_dir() -> Path:
-    """Folder with include/ (shim headers), runtime/ and msl_scan.py.
+    """Folder with include/ (shim headers), runtime/, msl_scan.py and worker.py.
 
     Installed: site-packages/fastgemm/emu. From a source checkout: src/emu.
     """
@@ -91,14 +112,27 @@ def _hash_files(h, paths: Iterable[Path]):
         h.update(p.read_bytes())
 
 
-def _run_compiler(cmd: List[str], what: str):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if proc.returncode != 0:
-        raise EmuCompileError(f"{what} failed:\n{proc.stdout.strip()}\ncommand: {shlex.join(cmd)}")
+@contextmanager
+def _cache_lock(path: Path):
+    """An exclusive lock on `path` (a file beside a cache entry) across processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _run_compiler(cmd: List[str]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LC_ALL="C")  # plain quotes in diagnostics, which are parsed
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=env)
 
 
 _lock = threading.Lock()
 _modules: Dict[str, "EmuModule"] = {}
+_memo: Dict[tuple, Tuple[str, List[Tuple[str, float]]]] = {}
 
 
 def _runtime_objects(cxx: List[str], flags: List[str]) -> List[Path]:
@@ -107,65 +141,142 @@ def _runtime_objects(cxx: List[str], flags: List[str]) -> List[Path]:
     sources = sorted((d / "runtime").glob("*.cpp"))
     h = hashlib.sha256()
     h.update(repr((cxx, flags)).encode())
-    _hash_files(h, sources + sorted((d / "runtime").glob("*.hpp")) + sorted((d / "include" / "fgemu").glob("*.hpp")))
+    _hash_files(h, sources + sorted((d / "runtime").glob("*.hpp")) +
+                sorted((d / "include" / "fgemu").glob("*.hpp")))
     out = _cache_dir() / ("runtime-" + h.hexdigest()[:20])
     objs = [out / (s.stem + ".o") for s in sources]
     if all(o.is_file() for o in objs):
         return objs
-    out.mkdir(parents=True, exist_ok=True)
-    for s, o in zip(sources, objs):
-        tmp = o.with_suffix(f".{os.getpid()}.tmp.o")
-        _run_compiler(cxx + ["-std=c++17", "-fPIC", "-fvisibility=hidden", "-O2", "-g"] + flags +
-                      ["-I", str(d / "include"), "-c", str(s), "-o", str(tmp)],
-                      f"compiling the metal-emu runtime ({s.name})")
-        os.replace(tmp, o)
+    with _cache_lock(out.with_suffix(".lock")):
+        out.mkdir(parents=True, exist_ok=True)
+        for s, o in zip(sources, objs):
+            if o.is_file():
+                continue
+            tmp = o.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.o")
+            proc = _run_compiler(cxx + ["-std=c++20", "-fPIC", "-fvisibility=hidden", "-O2", "-g"] +
+                                 flags + ["-I", str(d / "include"), "-c", str(s), "-o", str(tmp)])
+            if proc.returncode != 0:
+                raise EmuCompileError(f"compiling the metal-emu runtime ({s.name}) failed:\n"
+                                      f"{proc.stdout.strip()[:4000]}")
+            os.replace(tmp, o)
     return objs
 
 
+_TEXTURE_KINDS = {"1d": (1, False), "buffer": (1, False), "1d_array": (1, True), "2d": (2, False),
+                  "2d_array": (2, True), "cube": (2, True), "3d": (3, False)}
+_TEXTURE_FORMATS = {"float32": 0, "float16": 1, "int32": 2, "uint32": 3, "int16": 4, "uint16": 5,
+                    "int8": 6, "uint8": 7}
+
+
+class Texture:
+    """A texture for a kernel's [[texture(n)]] argument, over a C-contiguous array.
+
+    kind: "1d" or "buffer" (W[, C]), "1d_array" (slices, W[, C]), "2d" (H, W[, C]),
+    "2d_array" (slices, H, W[, C]), "cube" (6, H, W[, C]), "3d" (D, H, W[, C]); C (1-4
+    channels) is the last axis when present. The dtype is the storage format: float32,
+    float16, or 8/16/32-bit integers (a float texture reads those as unorm/snorm). What the
+    kernel writes lands in the array.
+    """
+
+    def __init__(self, data, kind: str = "2d"):
+        import numpy as np
+        if kind not in _TEXTURE_KINDS:
+            raise ValueError(f"kind must be one of {sorted(_TEXTURE_KINDS)}, got {kind!r}")
+        arr = np.asarray(data)
+        if arr.dtype.name not in _TEXTURE_FORMATS:
+            raise ValueError(f"texture dtype {arr.dtype} is not one of {sorted(_TEXTURE_FORMATS)}")
+        if not arr.flags.c_contiguous:
+            raise ValueError("texture data must be C-contiguous")
+        dims, arrayed = _TEXTURE_KINDS[kind]
+        base = dims + (1 if arrayed else 0)
+        if arr.ndim == base + 1:
+            channels = arr.shape[-1]
+            shape = arr.shape[:-1]
+        elif arr.ndim == base:
+            channels, shape = 1, arr.shape
+        else:
+            raise ValueError(f"a {kind} texture needs {base} or {base + 1} axes, got shape {arr.shape}")
+        if not 1 <= channels <= 4:
+            raise ValueError(f"textures have 1-4 channels, got {channels}")
+        slices = shape[0] if arrayed else 1
+        rest = shape[1:] if arrayed else shape
+        width = rest[-1]
+        height = rest[-2] if dims >= 2 else 1
+        depth = rest[-3] if dims >= 3 else 1
+        if kind == "cube" and slices != 6:
+            raise ValueError(f"a cube texture has 6 faces, got {slices}")
+        self.data = data if isinstance(data, np.ndarray) else arr
+        self.desc = [int(width), int(height), int(depth), int(slices), int(channels),
+                     _TEXTURE_FORMATS[arr.dtype.name]]
+
+
 class EmuModule:
-    """One compiled MSL source: its kernels, runnable with run()."""
+    """One compiled MSL source: its kernels, runnable with run() (in the worker process)."""
 
     def __init__(self, so_path: Path, display: str):
         self.path = so_path
         self.display = display
-        self._lib = ctypes.CDLL(str(so_path))
-        self._lib.fgemu_c_list.restype = ctypes.c_size_t
-        self._lib.fgemu_c_list.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        self._lib.fgemu_c_run.restype = ctypes.c_int
-        self._lib.fgemu_c_constants.restype = ctypes.c_size_t
-        self._lib.fgemu_c_constants.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        self._run_lock = threading.Lock()  # function constants are module globals
-
-    def _text(self, fn) -> str:
-        n = fn(None, 0)
-        buf = ctypes.create_string_buffer(n)
-        fn(buf, n)
-        return buf.value.decode()
+        self._kernels: Optional[List[str]] = None
+        self._constants_table: Optional[Dict[str, Tuple[int, int]]] = None
 
     @property
     def kernels(self) -> List[str]:
-        return [s for s in self._text(self._lib.fgemu_c_list).split("\n") if s]
+        if self._kernels is None:
+            text = _worker_call({"op": "list", "so": str(self.path)}, None, self.display)["text"]
+            self._kernels = [s for s in text.split("\n") if s]
+        return list(self._kernels)
 
     def _constants(self) -> Dict[str, Tuple[int, int]]:
-        out = {}
-        for line in self._text(self._lib.fgemu_c_constants).split("\n"):
-            if line:
-                idx, name, size = line.split(" ")
-                out[name] = (int(idx), int(size))
-        return out
+        if self._constants_table is None:
+            text = _worker_call({"op": "constants", "so": str(self.path)}, None,
+                                self.display)["text"]
+            out = {}
+            for line in text.split("\n"):
+                if line:
+                    idx, name, size = line.split(" ")
+                    out[name] = (int(idx), int(size))
+            self._constants_table = out
+        return self._constants_table
 
     def run(self, kernel: str, *, threadgroups, threads_per_threadgroup, buffers,
             constants=None, threadgroup_memory=None, strict=False, order="natural", seed=1,
-            os_threads=0):
+            os_threads=0, stack_kb=None, time_limit=DEFAULT_TIME_LIMIT_S, textures=None):
+        if not isinstance(kernel, str) or not kernel:
+            raise TypeError("kernel must be a non-empty string (a function name or host_name)")
         groups = _size3(threadgroups, "threadgroups")
         tpg = _size3(threads_per_threadgroup, "threads_per_threadgroup")
-        bound = _bind_buffers(buffers)
-        nbuf = len(bound)
-        ptrs = (ctypes.c_void_p * max(nbuf, 1))(*[b[0] for b in bound])
-        sizes = (ctypes.c_size_t * max(nbuf, 1))(*[b[1] for b in bound])
+        if order not in _ORDERS:
+            raise ValueError(f"order must be one of {sorted(_ORDERS)}, got {order!r}")
+        if not isinstance(os_threads, int) or isinstance(os_threads, bool) or \
+                not 0 <= os_threads <= _MAX_OS_THREADS:
+            raise ValueError(f"os_threads must be 0 (automatic) or 1..{_MAX_OS_THREADS}, "
+                             f"got {os_threads!r}")
+        if stack_kb is not None and (not isinstance(stack_kb, int) or isinstance(stack_kb, bool)
+                                     or not _STACK_KB_RANGE[0] <= stack_kb <= _STACK_KB_RANGE[1]):
+            raise ValueError(f"stack_kb must be None or an int in {_STACK_KB_RANGE[0]}.."
+                             f"{_STACK_KB_RANGE[1]}, got {stack_kb!r}")
+        if time_limit is not None and (isinstance(time_limit, bool) or
+                                       not isinstance(time_limit, (int, float)) or
+                                       not time_limit > 0):
+            raise ValueError(f"time_limit must be None or a positive number of seconds, "
+                             f"got {time_limit!r}")
+        if not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
+            raise ValueError(f"seed must be an int in 0..2**64-1, got {seed!r}")
+        views = _buffer_views(buffers)
+        texs = []
+        for i, t in enumerate(_index_list(textures or [], "textures")):
+            if t is None:
+                texs.append(None)
+                continue
+            t = t if isinstance(t, Texture) else Texture(t)
+            texs.append((memoryview(t.data).cast("B"), t.desc))
         tg = _index_list(threadgroup_memory or [], "threadgroup_memory")
-        tg_lens = (ctypes.c_size_t * max(len(tg), 1))(*[int(x or 0) for x in tg])
-        fc_idx, fc_vals, fc_sizes, keep = [], [], [], []
+        tg_lens = []
+        for i, x in enumerate(tg):
+            if x is not None and (not isinstance(x, int) or isinstance(x, bool) or x < 0):
+                raise ValueError(f"threadgroup_memory[{i}] must be a byte count, got {x!r}")
+            tg_lens.append(int(x or 0))
+        fcs = []
         if constants:
             table = self._constants()
             by_index = {i: (n, s) for n, (i, s) in table.items()}
@@ -178,77 +289,254 @@ class EmuModule:
                     if int(key) not in by_index:
                         raise NotFoundError(f"no [[function_constant({key})]] in {self.display}")
                     idx, size = int(key), by_index[int(key)][1]
-                raw = _constant_bytes(value, size)
-                cbuf = ctypes.create_string_buffer(raw, len(raw))
-                keep.append(cbuf)
-                fc_idx.append(idx)
-                fc_vals.append(ctypes.cast(cbuf, ctypes.c_void_p))
-                fc_sizes.append(len(raw))
-        n_fc = len(fc_idx)
-        err = ctypes.create_string_buffer(8192)
-        if order not in _ORDERS:
-            raise ValueError(f"order must be one of {sorted(_ORDERS)}, got {order!r}")
-        with self._run_lock:
-            rc = self._lib.fgemu_c_run(
-                kernel.encode(), (ctypes.c_uint * 3)(*groups), (ctypes.c_uint * 3)(*tpg),
-                ctypes.c_int(nbuf), ptrs, sizes, ctypes.c_int(len(tg)), tg_lens,
-                ctypes.c_int(n_fc), (ctypes.c_int * max(n_fc, 1))(*fc_idx),
-                (ctypes.c_void_p * max(n_fc, 1))(*fc_vals),
-                (ctypes.c_size_t * max(n_fc, 1))(*fc_sizes), ctypes.c_int(1 if strict else 0),
-                ctypes.c_int(_ORDERS[order]), ctypes.c_ulonglong(seed), ctypes.c_int(os_threads),
-                err, ctypes.c_size_t(len(err)))
-        for b in bound:
-            if b[2] is not None:
-                b[2]()  # copy results back into objects that were staged
-        if rc == 2:
-            raise NotFoundError(err.value.decode())
-        if rc != 0:
-            raise KernelError("metal-emu: " + err.value.decode())
+                fcs.append((idx, _constant_bytes(value, size)))
+        req = {"op": "run", "so": str(self.path), "kernel": kernel, "groups": groups,
+               "tpg": tpg, "threadgroup_memory": tg_lens, "constants": fcs,
+               "strict": 1 if strict else 0, "order": _ORDERS[order], "seed": seed,
+               "os_threads": os_threads, "stack_kb": stack_kb or 0,
+               "time_limit": float(time_limit or 0)}
+        what = f"kernel {kernel} of {self.display}"
+        ans = _worker_call(req, time_limit, what, views, texs)
+        if ans["rc"] == 2:
+            raise NotFoundError(ans["text"])
+        if ans["rc"] != 0:
+            raise KernelError("metal-emu: " + ans["text"])
 
 
-def compile(source_or_path: Union[str, os.PathLike]) -> EmuModule:  # noqa: A001 (public name)
-    """Translate and compile an MSL source (text or path), cached by content hash."""
+# ---- compiling ---------------------------------------------------------------------------------
+
+_ASM = re.compile(r"\b(asm|__asm__|__asm)\b")
+_CTOR_ATTR = re.compile(r"__attribute__\s*\(\(\s*[^)]*\b(constructor|destructor)\b")
+
+
+def _policy_check_source(pp: str, lines) -> None:
+    """Refusals that need the preprocessed source: inline assembly, load-time functions."""
+    scan = _scanner()
+    m = scan.blank_directives(scan.mask(pp))
+    for rx, what in ((_ASM, "inline assembly"),
+                     (_CTOR_ATTR, "a constructor/destructor attribute (code run at load time)")):
+        hit = rx.search(m)
+        if hit:
+            raise EmuRefusedError(f"{lines.where(hit.start())}: refused: {what}; no Metal shader "
+                                  "can use it (trusted=True compiles it anyway)")
+
+
+# Undefined symbols a translated shader may use: the emulator runtime, the math library, and
+# what the C++ compiler itself emits for the shims (string building for error messages,
+# exceptions, half-precision conversions, 128-bit arithmetic, stack protector, TLS).
+_ALLOWED_SYMBOL = re.compile(r"""^(
+    _ZN5fgemu\w* | _ZNK5fgemu\w* |
+    _ZNSt7__cxx1112basic_string\w* | _ZNKSt7__cxx1112basic_string\w* |
+    _ZSt\d+__throw_\w+ | _ZSt9terminatev | _ZSt28__throw_bad_array_new_lengthv |
+    _ZdlPv\w* | _ZdaPv\w* | _Znwm\w* | _Znam\w* |
+    __cxa_\w+ | __gxx_personality_v0 | _Unwind_Resume | __stack_chk_fail | __tls_get_addr |
+    _ZTI\w+ | _ZTV\w+ | _ZTS\w+ | _ZNSt\d+(runtime_error|logic_error|exception|bad_alloc|
+        out_of_range|invalid_argument|length_error)\w* | _ZNKSt\d+(runtime_error|exception)\w* |
+    _ZNSt9exception\w* | _ZNKSt9exception\w* |
+    memcpy | memmove | memset | memcmp | strlen | __memcpy_chk | __memset_chk | __memmove_chk |
+    __dso_handle | _GLOBAL_OFFSET_TABLE_ |
+    __(extend|trunc)\w+f2 | __\w+ti3 | __\w+di2 | __\w+hf\w* | __\w+bf\w* |
+    __atomic_\w+ |
+    (a?sin|a?cos|a?tan|atan2|sinh|cosh|tanh|asinh|acosh|atanh|exp|exp2|exp10|expm1|log|log2|
+     log10|log1p|pow|sqrt|cbrt|hypot|fabs|floor|ceil|trunc|round|lround|llround|rint|lrint|
+     llrint|nearbyint|fmod|remainder|remquo|fma|fmin|fmax|fdim|copysign|nextafter|nexttoward|
+     frexp|ldexp|scalbn|scalbln|ilogb|logb|modf|erf|erfc|tgamma|lgamma|sincos)[fl]? |
+    __(sin|cos|exp|log|pow|sqrt|finite|isinf|isnan|fpclassify|signbit)[fl]?(_finite)?\w*
+)$""", re.X)
+
+
+def _policy_check_symbols(obj: Path, cxx: List[str], display: str) -> None:
+    nm = os.environ.get("NM") or shutil.which("nm") or shutil.which("llvm-nm")
+    if not nm:
+        raise EmuRefusedError("refused: no `nm` to check the compiled shader's symbols "
+                              "(install binutils, or pass trusted=True)")
+    proc = subprocess.run([nm, "-P", str(obj)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    if proc.returncode != 0:
+        raise EmuRefusedError(f"refused: cannot list the symbols of {display}: {proc.stderr.strip()}")
+    bad, init = [], []
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        name, kind = parts[0], parts[1]
+        name = name[1:] if sys.platform == "darwin" and name.startswith("_") else name
+        if kind == "U" and not _ALLOWED_SYMBOL.match(name):
+            bad.append(name)
+        if "_GLOBAL__sub_I_" in name or "_GLOBAL__sub_D_" in name:
+            init.append(name)
+    if init:
+        raise EmuRefusedError(f"{display}: refused: a static initialiser (a program-scope "
+                              "variable whose value is computed when the module loads); Metal "
+                              "program-scope variables are compile-time constants (trusted=True "
+                              "compiles it anyway)")
+    if bad:
+        names = sorted({_demangle(b) for b in bad})
+        raise EmuRefusedError(f"{display}: refused: the shader calls {', '.join(names[:5])}"
+                              f"{' ...' if len(names) > 5 else ''}: host functions outside the "
+                              "emulator runtime and the math library, which no Metal shader can "
+                              "call (trusted=True compiles it anyway)")
+
+
+def _demangle(name: str) -> str:
+    cf = shutil.which("c++filt")
+    if not cf or not name.startswith("_Z"):
+        return name
+    out = subprocess.run([cf, name], stdout=subprocess.PIPE, text=True).stdout.strip()
+    return out or name
+
+
+_GLUE_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$", re.M)
+
+
+def _explain_compile_error(output: str, display: str) -> str:
+    """One line naming the construct the compiler stopped at, with its file and line."""
+    m = None
+    for cand in _GLUE_LINE.finditer(output):
+        if "/fgemu/" in cand.group("file") or cand.group("file").endswith("glue.cpp"):
+            if m is None:
+                m = cand
+            continue
+        m = cand
+        break
+    if m is None:
+        first = next((l for l in output.splitlines() if "error" in l), output.strip()[:300])
+        return f"{display}: unsupported: {first.strip()}"
+    msg = m.group("msg").strip()
+    rules = [
+        (r"'([^']+)' was not declared in this scope", "{0}"),
+        (r"'([^']+)' is not a member of '([^']+)'", "{1}::{0}"),
+        (r"'([^']+)' in namespace '([^']+)' does not name a (?:template )?type", "{1}::{0}"),
+        (r"'([^']+)' does not name a (?:template )?type", "{0}"),
+        (r"no matching function for call to '([A-Za-z_][\w:]*)", "{0}(...)"),
+        (r"has no member named '([^']+)'", ".{0}"),
+        (r"no match for '(operator[^']*)'", "{0}"),
+        (r"'([^']+)' has not been declared", "{0}"),
+        (r"variable or field '([^']+)' declared void", "{0}"),
+        (r"no matching function for call to '([^']+)'", "{0}"),
+    ]
+    construct = None
+    for rx, fmt in rules:
+        r = re.search(rx, msg)
+        if r:
+            construct = fmt.format(*r.groups())
+            break
+    where = f"{m.group('file')}:{m.group('line')}"
+    if construct:
+        return f"{where}: unsupported: {construct} (compiler: {msg[:300]})"
+    return f"{where}: unsupported: {msg[:300]}"
+
+
+def _options_key(display, cxx, flags, include_dirs, trusted, defines):
+    return repr((display, cxx, flags, [str(d) for d in include_dirs], trusted, list(defines)))
+
+
+def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public name)
+            include_dirs: Sequence[Union[str, os.PathLike]] = (), trusted: bool = False,
+            defines: Sequence[str] = ()) -> EmuModule:
+    """Translate and compile an MSL source (text or path), cached by content hash.
+
+    include_dirs: extra folders for #include (like -I for `xcrun metal`); the source's own
+        folder is always searched.
+    trusted: compile host headers and host calls too (never for source you did not write).
+    defines: NAME or NAME=VALUE preprocessor definitions (like -D).
+    """
     text, display, base = _read_source(source_or_path)
+    inc = [Path(d).resolve() for d in include_dirs]
+    for d in inc:
+        if not d.is_dir():
+            raise FileNotFoundError(f"include_dirs: no such folder: {d}")
     cxx, flags = _compiler(), _extra_flags()
     d = emu_dir()
+    memo_key = (hashlib.sha256(text.encode()).hexdigest(),
+                _options_key(display, cxx, flags, inc, trusted, defines), str(base))
+    with _lock:
+        hit = _memo.get(memo_key)
+        if hit and all(_mtime(p) == t for p, t in hit[1]) and hit[0] in _modules:
+            return _modules[hit[0]]
+    scan = _scanner()
+    try:
+        # Unwrapped: the source's names are at global scope, as in Metal (one source per module).
+        glue = scan.glue(text, display, "user", base, inc, cxx, trusted, defines, wrap=False)
+    except scan.Refused as e:
+        raise EmuRefusedError(str(e)) from None
+    except scan.ScanError as e:
+        msg = str(e)
+        raise EmuCompileError(msg if msg.startswith(display) else f"{display}: {msg}") from None
+    lines = scan.LineMap(glue)
+    if not trusted:
+        _policy_check_source(glue, lines)
     h = hashlib.sha256()
-    h.update(text.encode())
-    h.update(display.encode())
-    h.update(repr((cxx, flags)).encode())
-    includes = [base / m for m in re.findall(r'#\s*include\s*"([^"]+)"', text)
-                if (base / m).is_file()]
-    _hash_files(h, includes + [d / "msl_scan.py"] + sorted(p for p in (d / "include").rglob("*") if p.is_file()))
+    h.update(glue.encode())
+    h.update(repr((cxx, flags, trusted)).encode())
+    _hash_files(h, [d / "msl_scan.py"] + sorted(p for p in (d / "include").rglob("*") if p.is_file()) +
+                sorted((d / "runtime").glob("*")))
     key = h.hexdigest()[:24]
+    included = sorted({f for (_, f, _) in lines.starts if os.path.isfile(f)})
     with _lock:
         if key in _modules:
+            _memo[memo_key] = (key, [(p, _mtime(p)) for p in included])
             return _modules[key]
-        out = _cache_dir() / key
-        so = out / "kernels.so"
-        if not so.is_file():
-            objs = _runtime_objects(cxx, flags)
-            out.mkdir(parents=True, exist_ok=True)
-            scan = _scanner()
-            try:
-                glue = scan.glue(text, display, "user_" + key)
-            except scan.ScanError as e:
-                raise EmuCompileError(f"{display}: {e}") from None
-            cpp = out / "glue.cpp"
-            cpp.write_text(glue)
-            tmp = out / f"kernels.{os.getpid()}.tmp.so"
-            _run_compiler(cxx + ["-std=c++20", "-fPIC", "-shared", "-fvisibility=hidden", "-O1",
-                                 "-g", "-w"] + flags +
-                          ["-I", str(d / "include"), "-I", str(base), str(cpp)] +
-                          [str(o) for o in objs] + ["-o", str(tmp), "-lpthread"],
-                          f"compiling {display} for metal-emu")
-            os.replace(tmp, so)
-        mod = EmuModule(so, display)
+    out = _cache_dir() / key
+    so = out / "kernels.so"
+    if not so.is_file():
+        objs = _runtime_objects(cxx, flags)
+        with _cache_lock(_cache_dir() / f"{key}.lock"):
+            if not so.is_file():
+                _build_module(glue, out, so, objs, cxx, flags, trusted, display)
+    mod = EmuModule(so, display)
+    with _lock:
         _modules[key] = mod
-        return mod
+        _memo[memo_key] = (key, [(p, _mtime(p)) for p in included])
+    return mod
+
+
+def _mtime(p: str) -> float:
+    try:
+        return os.stat(p).st_mtime
+    except OSError:
+        return -1.0
+
+
+# Uninitialised private variables hold a 0xFE byte pattern (poison); large stack frames are
+# probed page by page, so a private array too big for the fiber stack always meets the guard
+# page below it instead of silently landing in a neighbouring fiber's stack.
+_SHADER_FLAGS = ["-ftrivial-auto-var-init=pattern"] + \
+    ([] if sys.platform == "darwin" else ["-fstack-clash-protection"])
+
+
+def _build_module(glue: str, out: Path, so: Path, objs: List[Path], cxx: List[str],
+                  flags: List[str], trusted: bool, display: str) -> None:
+    d = emu_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=out))
+    try:
+        cpp = work / "glue.cpp"
+        cpp.write_text(glue)
+        obj = work / "glue.o"
+        proc = _run_compiler(cxx + ["-std=c++20", "-fPIC", "-fvisibility=hidden", "-O1", "-g",
+                                    "-w"] + _SHADER_FLAGS + flags +
+                             ["-I", str(d / "include"), "-c", str(cpp), "-o", str(obj)])
+        if proc.returncode != 0:
+            raise EmuCompileError(_explain_compile_error(proc.stdout, display))
+        if not trusted:
+            _policy_check_symbols(obj, cxx, display)
+        tmp_so = work / "kernels.so"
+        proc = _run_compiler(cxx + ["-shared", "-fPIC"] + flags + [str(obj)] +
+                             [str(o) for o in objs] + ["-o", str(tmp_so), "-lpthread"])
+        if proc.returncode != 0:
+            raise EmuCompileError(f"{display}: linking for metal-emu failed: "
+                                  f"{proc.stdout.strip()[:2000]}")
+        shutil.copy2(cpp, out / "glue.cpp")
+        os.replace(tmp_so, so)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, buffers,
         constants=None, threadgroup_memory=None, strict=False, order="natural", seed=1,
-        os_threads=0) -> None:
+        os_threads=0, stack_kb=None, time_limit=DEFAULT_TIME_LIMIT_S, include_dirs=(),
+        trusted=False, defines=(), textures=None) -> None:
     """Run `kernel` of an MSL source like dispatchThreadgroups:threadsPerThreadgroup:.
 
     source_or_path: MSL text, or a path to a .metal file (its folder is on the include path).
@@ -264,13 +552,218 @@ def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, b
         Apple GPUs tolerate, as an error.
     order: "natural", "reversed" or "shuffled": the order in which a group's threads first run;
         a kernel whose result changes with the order is missing a barrier.
-    Raises EmuCompileError (translation/compile), NotFoundError (no such kernel) or
-    KernelError (an emulator finding). Never a source of performance numbers.
+    os_threads: OS threads running threadgroups (0: FGEMU_THREADS or one per core).
+    stack_kb: private memory per emulated thread (default 256 KiB, FGEMU_STACK_KB).
+    time_limit: seconds before the dispatch is stopped with KernelError (None: no limit).
+    textures: list or {index: texture} for [[texture(n)]] arguments: Texture objects, or
+        arrays taken as 2D textures of shape (H, W[, C]).
+    include_dirs, trusted, defines: as for compile().
+    Raises EmuCompileError / EmuRefusedError (translation, compile, policy), NotFoundError
+    (no such kernel), KernelError (an emulator finding, a fault, a time limit) or ValueError
+    (a bad argument). Never a source of performance numbers.
     """
-    mod = compile(source_or_path)
+    mod = compile(source_or_path, include_dirs=include_dirs, trusted=trusted, defines=defines)
     mod.run(kernel, threadgroups=threadgroups, threads_per_threadgroup=threads_per_threadgroup,
             buffers=buffers, constants=constants, threadgroup_memory=threadgroup_memory,
-            strict=strict, order=order, seed=seed, os_threads=os_threads)
+            strict=strict, order=order, seed=seed, os_threads=os_threads, stack_kb=stack_kb,
+            time_limit=time_limit, textures=textures)
+
+
+# ---- the worker process ------------------------------------------------------------------------
+
+_REPORT_BYTES = 4096
+
+
+def _shm_dir() -> Optional[str]:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+class _Worker:
+    """The process that runs dispatches (src/emu/worker.py), reused across calls."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.dir = Path(tempfile.mkdtemp(prefix="fgemu-worker-", dir=_shm_dir()))
+        self.report = self.dir / "report"
+        self.report.write_bytes(b"\0" * _REPORT_BYTES)
+        self.arena_path = None
+        self.arena = None
+        self.arena_size = 0
+        self.arena_gen = 0
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", str(emu_dir() / "worker.py"), str(self.report)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+            close_fds=True)
+
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self.proc.poll() is None
+
+    def ensure_arena(self, size: int):
+        if size <= self.arena_size:
+            return
+        size = max(size, 2 * self.arena_size, 1 << 16)
+        size = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
+        if self.arena is not None:
+            self.arena.close()
+            os.unlink(self.arena_path)
+        self.arena_gen += 1
+        self.arena_path = str(self.dir / f"arena{self.arena_gen}")
+        fd = os.open(self.arena_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            self.arena = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self.arena_size = size
+
+    def send(self, req):
+        data = pickle.dumps(req)
+        self.proc.stdin.write(struct.pack("<Q", len(data)) + data)
+        self.proc.stdin.flush()
+
+    def receive(self, deadline: Optional[float]):
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        need = 8
+        header = None
+        while True:
+            while len(buf) < need:
+                # Short waits: Ctrl-C is seen within a fraction of a second.
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if not r:
+                    if deadline is not None and time.monotonic() > deadline:
+                        return "timeout"
+                    continue
+                chunk = os.read(fd, max(need - len(buf), 1 << 16))
+                if not chunk:
+                    return None
+                buf += chunk
+            if header is None:
+                header = struct.unpack("<Q", buf[:8])[0]
+                buf = buf[8:]
+                need = header
+                continue
+            return pickle.loads(buf[:header])
+
+    def read_report(self) -> str:
+        raw = self.report.read_bytes().split(b"\0", 1)[0]
+        return raw.decode(errors="replace").strip()
+
+    def stop(self, kill=False):
+        try:
+            if kill:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            else:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except Exception:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+            except Exception:
+                pass
+        if self.arena is not None:
+            try:
+                self.arena.close()
+            except Exception:
+                pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_worker: Optional[_Worker] = None
+_worker_lock = threading.Lock()
+
+
+def _stop_worker():
+    global _worker
+    w, _worker = _worker, None
+    if w is not None and w.pid == os.getpid():
+        w.stop()
+
+
+atexit.register(_stop_worker)
+
+
+def _buffer_views(buffers) -> List[Optional[memoryview]]:
+    out = []
+    for i, obj in enumerate(_index_list(buffers, "buffers")):
+        if obj is None:
+            out.append(None)
+            continue
+        try:
+            mv = memoryview(obj)
+        except TypeError:
+            raise TypeError(f"buffer {i}: {type(obj).__name__} is not bytes-like (use a numpy "
+                            "array, bytes, bytearray or e.g. np.uint32(n))") from None
+        if not mv.c_contiguous:
+            raise ValueError(f"buffer {i}: the object must be C-contiguous")
+        raw = mv.cast("B") if (mv.ndim != 1 or mv.format != "B") and mv.nbytes else mv
+        out.append(raw if raw.nbytes else None)
+    return out
+
+
+def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = (), textures=()):
+    """Sends one request to the worker (started if needed) and returns its answer."""
+    global _worker
+    with _worker_lock:
+        if _worker is None or not _worker.alive():
+            if _worker is not None and _worker.pid == os.getpid():
+                _worker.stop(kill=True)
+            _worker = _Worker()
+        w = _worker
+        layout, off = [], 0
+        all_views = list(views) + [t[0] if t else None for t in textures]
+        for v in all_views:
+            if v is None:
+                layout.append(None)
+                continue
+            off = (off + 63) // 64 * 64  # Metal buffers are at least 16-byte aligned
+            layout.append((off, v.nbytes))
+            off += v.nbytes
+        if req.get("op") == "run":
+            if off:
+                w.ensure_arena(off)
+                for v, lay in zip(all_views, layout):
+                    if lay:
+                        w.arena[lay[0]:lay[0] + lay[1]] = v
+            nb = len(views)
+            tex_req = [(lay[0], t[1]) if t else None for t, lay in zip(textures, layout[nb:])]
+            req = dict(req, buffers=layout[:nb], textures=tex_req, arena=w.arena_path,
+                       arena_size=w.arena_size if off else 0)
+        # The runtime's watchdog reports the running thread at the limit; this deadline is
+        # the backstop for a worker that cannot even do that.
+        deadline = None if not time_limit else time.monotonic() + time_limit + 10.0
+        try:
+            w.send(req)
+            ans = w.receive(deadline)
+        except KeyboardInterrupt:
+            w.stop(kill=True)
+            _worker = None
+            raise
+        except (BrokenPipeError, OSError):
+            ans = None
+        if ans == "timeout":
+            w.stop(kill=True)
+            _worker = None
+            raise KernelError(f"metal-emu: time limit of {time_limit} s exceeded by {what}; "
+                              "the worker process was stopped")
+        if ans is None:
+            code = w.proc.wait()
+            report = w.read_report()
+            w.stop(kill=True)
+            _worker = None
+            if not report:
+                how = f"signal {-code}" if code < 0 else f"exit status {code}"
+                report = f"the worker process ended ({how}) while running {what}"
+            raise KernelError(f"metal-emu: {report} (the dispatch ran in a worker process, "
+                              "which ended; the next call starts a new one)")
+        if ans["rc"] == 3:
+            raise KernelError(f"metal-emu: the worker could not run {what}: {ans['text']}")
+        if req.get("op") == "run":
+            for v, lay in zip(all_views, layout):
+                if lay and not v.readonly:
+                    v[:] = w.arena[lay[0]:lay[0] + lay[1]]
+        return ans
 
 
 # ---- helpers -------------------------------------------------------------------------------
@@ -288,11 +781,13 @@ def _read_source(src) -> Tuple[str, str, Path]:
 
 
 def _size3(v, what) -> Tuple[int, int, int]:
-    t = (v,) if isinstance(v, int) else tuple(v)
-    if not 1 <= len(t) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
+    t = (v,) if isinstance(v, int) and not isinstance(v, bool) else tuple(v) \
+        if isinstance(v, (tuple, list)) else None
+    if t is None or not 1 <= len(t) <= 3 or \
+            not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
         raise ValueError(f"{what} must be an int or a tuple of 1-3 ints, got {v!r}")
     if any(x < 0 or x >= 2 ** 32 for x in t):
-        raise ValueError(f"{what} out of range: {v!r}")
+        raise ValueError(f"{what} out of range (each size in 0..2**32-1): {v!r}")
     return tuple(t) + (1,) * (3 - len(t))
 
 
@@ -300,45 +795,17 @@ def _index_list(v, what) -> list:
     if isinstance(v, Mapping):
         if not v:
             return []
-        out = [None] * (max(int(k) for k in v) + 1)
+        for k in v:
+            if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 1 << 16:
+                raise ValueError(f"{what} index must be an int in 0..65535, got {k!r}")
+        out = [None] * (max(v) + 1)
         for k, x in v.items():
-            if int(k) < 0:
-                raise ValueError(f"{what} index must be >= 0")
-            out[int(k)] = x
+            out[k] = x
         return out
     return list(v)
 
 
-def _bind_buffers(buffers):
-    """[(address, size, copy_back or None)] per buffer index; keeps staging copies alive."""
-    out = []
-    for i, obj in enumerate(_index_list(buffers, "buffers")):
-        if obj is None:
-            out.append((None, 0, None))
-            continue
-        try:
-            mv = memoryview(obj)
-        except TypeError:
-            raise TypeError(f"buffer {i}: {type(obj).__name__} is not bytes-like (use a numpy "
-                            "array, bytes, bytearray or e.g. np.uint32(n))") from None
-        if not mv.c_contiguous:
-            raise ValueError(f"buffer {i}: the object must be C-contiguous")
-        raw = mv.cast("B") if mv.ndim != 1 or mv.format != "B" else mv
-        n = raw.nbytes
-        if n == 0:
-            out.append((None, 0, None))
-            continue
-        if not raw.readonly:
-            cbuf = (ctypes.c_char * n).from_buffer(raw)  # the kernel writes in place
-            out.append((ctypes.addressof(cbuf), n, (lambda c=cbuf: None)))
-        else:  # read-only (bytes, frozen arrays): the kernel sees a copy
-            cbuf = ctypes.create_string_buffer(raw.tobytes(), n)
-            out.append((ctypes.addressof(cbuf), n, (lambda c=cbuf: None)))
-    return out
-
-
 def _constant_bytes(value, size: int) -> bytes:
-    import struct
     if isinstance(value, (bytes, bytearray)):
         raw = bytes(value)
     elif isinstance(value, bool):
@@ -373,6 +840,12 @@ def add_emu_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="report barrier divergence")
     p.add_argument("--order", choices=sorted(_ORDERS), default="natural")
     p.add_argument("--list", action="store_true", help="list the kernels of the file and exit")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="extra #include folder (the file's own folder is always searched)")
+    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="SECONDS",
+                   help=f"stop the dispatch after SECONDS (default {DEFAULT_TIME_LIMIT_S:g})")
+    p.add_argument("--trusted", action="store_true",
+                   help="lift the safe policy (host headers and calls) for code you trust")
     p.add_argument("--save", metavar="DIR", help="write every buffer to DIR/buffer<N>.npy")
     p.set_defaults(func=_cli_emu)
     return p
@@ -408,7 +881,11 @@ def _parse_buffer(spec: str):
 
 def _cli_emu(args) -> int:
     import numpy as np
-    mod = compile(Path(args.file))
+    try:
+        mod = compile(Path(args.file), include_dirs=args.include_dirs, trusted=args.trusted)
+    except (EmuCompileError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.list:
         print("\n".join(mod.kernels))
         return 0
@@ -418,8 +895,9 @@ def _cli_emu(args) -> int:
     try:
         mod.run(args.kernel, threadgroups=size(args.threadgroups),
                 threads_per_threadgroup=size(args.threads), buffers=bufs,
-                threadgroup_memory=tgm, strict=args.strict, order=args.order)
-    except (KernelError, NotFoundError) as e:
+                threadgroup_memory=tgm, strict=args.strict, order=args.order,
+                time_limit=args.time_limit if args.time_limit > 0 else None)
+    except (KernelError, NotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     for i, a in sorted(bufs.items()):

@@ -1,12 +1,16 @@
-// C entry points of a module compiled by fastgemm.emu.run (loaded with ctypes). Only these
-// symbols are exported; everything else in the module has hidden visibility so that two
-// modules (or libfastgemm) never share emulator state.
+// C entry points of a module compiled by fastgemm.emu (loaded with ctypes in the worker
+// process that runs dispatches). Only these symbols are exported; everything else in the
+// module has hidden visibility so that two modules never share emulator state.
 #include <cstring>
 #include <string>
 
+#include "faults.hpp"
 #include "fgemu/runtime.hpp"
 
 #define FGEMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+// The translated source's table (FGEMU_MODULE in the glue).
+extern "C" const fgemu::Module* fgemu_module();
 
 namespace {
 void put(char* out, size_t n, const std::string& s) {
@@ -14,10 +18,22 @@ void put(char* out, size_t n, const std::string& s) {
     std::strncpy(out, s.c_str(), n - 1);
     out[n - 1] = '\0';
 }
+// The module registers on first use rather than in a static initialiser: loading it runs
+// none of its code.
+void ensure_registered() {
+    static const bool done = (fgemu::register_module(*fgemu_module()), true);
+    (void)done;
+}
 }  // namespace
+
+// Fatal signals of later dispatches are reported into `report` (see faults.hpp).
+FGEMU_EXPORT void fgemu_c_install_fault_handlers(char* report, size_t n) {
+    fgemu::install_fault_handlers(report, n);
+}
 
 // Newline-separated kernel names; returns the length needed.
 FGEMU_EXPORT size_t fgemu_c_list(char* out, size_t n) {
+    ensure_registered();
     std::string s;
     for (const auto& k : fgemu::kernels()) {
         if (!k.name) continue;
@@ -33,8 +49,11 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
                              int nbuf, void* const* ptrs, const size_t* sizes, int ntg,
                              const size_t* tg_lens, int nfc, const int* fc_index,
                              void* const* fc_values, const size_t* fc_sizes, int strict,
-                             int order, unsigned long long seed, int os_threads, char* err,
+                             int order, unsigned long long seed, int os_threads,
+                             size_t stack_kb, double time_limit_s, int ntex,
+                             void* const* tex_ptrs, const unsigned* tex_desc, char* err,
                              size_t errlen) {
+    ensure_registered();
     const fgemu::KernelEntry* k = fgemu::find_kernel(kernel);
     if (!k) {
         std::string names;
@@ -50,14 +69,30 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
         d.threads_per_threadgroup = fgemu::U3{tpg[0], tpg[1], tpg[2]};
         for (int i = 0; i < nbuf; ++i) d.buffers.push_back(fgemu::Binding{ptrs[i], sizes[i]});
         for (int i = 0; i < ntg; ++i) d.threadgroup_memory.push_back(tg_lens[i]);
+        // Per texture: width, height, depth, slices, channels, format.
+        for (int i = 0; i < ntex; ++i) {
+            fgemu::TextureBinding t;
+            const unsigned* q = tex_desc + 6 * i;
+            t.ptr = tex_ptrs[i];
+            t.width = q[0];
+            t.height = q[1];
+            t.depth = q[2];
+            t.slices = q[3];
+            t.channels = q[4];
+            t.format = fgemu::TextureBinding::Format(q[5]);
+            d.textures.push_back(t);
+        }
         fgemu::clear_function_constants();
         for (int i = 0; i < nfc; ++i)
             fgemu::set_function_constant(fc_index[i], fc_values[i], fc_sizes[i]);
+        fgemu::update_derived_constants();
         fgemu::DispatchOptions o;
         o.strict = strict != 0;
         o.order = fgemu::Order(order);
         o.seed = seed;
         o.os_threads = os_threads;
+        o.stack_kb = stack_kb;
+        o.time_limit_s = time_limit_s;
         fgemu::run(*k, d, o);
     } catch (const std::exception& e) {
         put(err, errlen, e.what());
@@ -68,6 +103,7 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
 
 // Newline-separated "index name size" of the source's function constants.
 FGEMU_EXPORT size_t fgemu_c_constants(char* out, size_t n) {
+    ensure_registered();
     std::string s;
     for (const auto& fc : fgemu::function_constants())
         s += std::to_string(fc.index) + " " + fc.name + " " + std::to_string(fc.size) + "\n";

@@ -7,7 +7,9 @@
 // many OS threads run the groups.
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "faults.hpp"
 #include "fgemu/runtime.hpp"
 #include "fiber.hpp"
 
@@ -41,6 +44,7 @@ struct Group {
     std::vector<unsigned char>* slots = nullptr;   // nsimd * 32 * 64
     std::vector<uint32_t> simd_mask;               // lanes released together, per SIMD-group
     std::vector<std::vector<unsigned char>>* dyn_tg = nullptr;
+    std::vector<std::vector<unsigned char>>* auto_tg = nullptr;  // naga-style threadgroup args
     size_t tg_bytes = 0;
     uint64_t generation = 0;
     FiberHost host;
@@ -53,6 +57,8 @@ namespace {
 thread_local ThreadState* t_current = nullptr;
 thread_local uint64_t t_generation = 0;
 thread_local std::unordered_map<void*, uint64_t>* t_poisoned = nullptr;
+thread_local U3 t_group_pos;
+thread_local const KernelEntry* t_kernel = nullptr;
 
 std::vector<KernelEntry>& kernel_table() {
     static std::vector<KernelEntry> t;
@@ -66,38 +72,80 @@ std::vector<const void*>& fc_set() {
     static std::vector<const void*> t;
     return t;
 }
+std::vector<void (*)()>& derived_table() {
+    static std::vector<void (*)()> t;
+    return t;
+}
 
-size_t stack_bytes() {
-    size_t kb = 0;
-    if (const char* e = std::getenv("FGEMU_STACK_KB")) kb = size_t(std::strtoul(e, nullptr, 10));
+constexpr size_t kMinStackKb = 16, kMaxStackKb = 1 << 20;
+
+// Fiber stack size: DispatchOptions::stack_kb, else FGEMU_STACK_KB, else 256 KiB (1 MiB
+// under ASan, whose frames are larger).
+size_t stack_bytes(size_t requested_kb) {
+    size_t kb = requested_kb;
+    if (kb == 0) {
+        if (const char* e = std::getenv("FGEMU_STACK_KB")) {
+            char* end = nullptr;
+            const unsigned long v = std::strtoul(e, &end, 10);
+            if (!*e || *end || v < kMinStackKb || v > kMaxStackKb)
+                throw Error(std::string("FGEMU_STACK_KB=") + e + " must be a whole number of KiB in " +
+                            std::to_string(kMinStackKb) + ".." + std::to_string(kMaxStackKb));
+            kb = v;
+        }
+    }
 #if defined(FGEMU_ASAN)
     if (kb == 0) kb = 1024;
 #else
     if (kb == 0) kb = 256;
 #endif
+    if (kb < kMinStackKb || kb > kMaxStackKb)
+        throw Error("stack size of " + std::to_string(kb) + " KiB out of range " +
+                    std::to_string(kMinStackKb) + ".." + std::to_string(kMaxStackKb) + " KiB");
     return kb * 1024;
 }
 
 // Fibers are expensive to map; workers borrow sets of them from this pool.
+// vm.max_map_count where the kernel has one (Linux), else a generous bound.
+uint64_t max_map_count() {
+    static const uint64_t n = [] {
+        uint64_t v = 0;
+        std::ifstream f("/proc/sys/vm/max_map_count");
+        if (!(f >> v) || v == 0) v = 1u << 20;
+        return v;
+    }();
+    return n;
+}
+
+// A set holds fibers of one stack size; sets beyond what a dispatch can use are unmapped.
 struct FiberPool {
     std::mutex mu;
     std::vector<std::vector<std::unique_ptr<Fiber>>> free_sets;
-    std::vector<std::unique_ptr<Fiber>> take(size_t n) {
+    size_t bytes = 0;
+    std::vector<std::unique_ptr<Fiber>> take(size_t n, size_t stack) {
         std::vector<std::unique_ptr<Fiber>> s;
         {
             std::lock_guard<std::mutex> lock(mu);
+            if (stack != bytes) {
+                free_sets.clear();
+                bytes = stack;
+            }
             if (!free_sets.empty()) {
                 s = std::move(free_sets.back());
                 free_sets.pop_back();
             }
         }
-        const size_t bytes = stack_bytes();
-        while (s.size() < n) s.push_back(std::make_unique<Fiber>(bytes));
+        try {
+            while (s.size() < n) s.push_back(std::make_unique<Fiber>(stack));
+        } catch (const std::bad_alloc&) {
+            throw Error("cannot map " + std::to_string(n) + " fiber stacks of " +
+                        std::to_string(stack / 1024) + " KiB (address space or map count "
+                        "exhausted; use fewer OS threads or a smaller FGEMU_STACK_KB)");
+        }
         return s;
     }
-    void give(std::vector<std::unique_ptr<Fiber>> s) {
+    void give(std::vector<std::unique_ptr<Fiber>> s, size_t keep_sets) {
         std::lock_guard<std::mutex> lock(mu);
-        free_sets.push_back(std::move(s));
+        if (free_sets.size() < keep_sets && s.front() && s.size() > 0) free_sets.push_back(std::move(s));
     }
 };
 FiberPool& fiber_pool() {
@@ -118,7 +166,13 @@ void fiber_entry(void* arg) {
     } catch (const std::exception& e) {
         if (!g->failed) {
             g->failed = true;
-            g->error = std::string("exception in kernel: ") + e.what();
+            g->error = std::string("C++ exception thrown in the kernel: ") + e.what() +
+                       " (thread " + u3s(t->pos_in_group) + ")";
+        }
+    } catch (...) {
+        if (!g->failed) {
+            g->failed = true;
+            g->error = "C++ exception thrown in the kernel (thread " + u3s(t->pos_in_group) + ")";
         }
     }
     t->wait = ThreadState::Wait::done;
@@ -140,12 +194,14 @@ void run_group(Group& g, std::vector<ThreadState>& th, const std::vector<int>& o
             t_current = nullptr;
             if (g.failed) return;
         }
-        uint32_t live = 0, at_barrier = 0;
+        uint32_t live = 0, at_barrier = 0, runnable = 0;
         for (auto& t : th) {
             if (t.wait != ThreadState::Wait::done) ++live;
             if (t.wait == ThreadState::Wait::barrier) ++at_barrier;
+            if (t.wait == ThreadState::Wait::runnable) ++runnable;
         }
         if (live == 0) return;
+        if (runnable) continue;  // threads that yielded (atomics) run again first
         // SIMD-group exchanges: release the lanes waiting in simd_sync of every SIMD-group
         // whose other live lanes are all blocked (the blocked ones are inactive lanes).
         bool released = false;
@@ -207,6 +263,8 @@ struct SharedRun {
     std::atomic<bool> abort{false};
     std::mutex mu;
     std::string error;
+    size_t stack = 0;
+    size_t keep_sets = 0;
 };
 
 void worker(SharedRun& run) {
@@ -214,10 +272,19 @@ void worker(SharedRun& run) {
     const U3 tpg = d.threads_per_threadgroup;
     const uint32_t n = tpg.x * tpg.y * tpg.z;
     const uint32_t nsimd = (n + kSimdWidth - 1) / kSimdWidth;
-    auto fibers = fiber_pool().take(n);
+    enter_worker_thread();
+    std::vector<std::unique_ptr<Fiber>> fibers;
+    try {
+        fibers = fiber_pool().take(n, run.stack);
+    } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(run.mu);
+        if (run.error.empty()) run.error = e.what();
+        run.abort = true;
+        return;
+    }
     std::vector<ThreadState> th(n);
     std::vector<unsigned char> slots(size_t(nsimd) * kSimdWidth * 64);
-    std::vector<std::vector<unsigned char>> dyn_tg;
+    std::vector<std::vector<unsigned char>> dyn_tg, auto_tg;
     for (size_t len : d.threadgroup_memory) dyn_tg.emplace_back(len);
     std::unordered_map<void*, uint64_t> poisoned;
     t_poisoned = &poisoned;
@@ -239,7 +306,11 @@ void worker(SharedRun& run) {
         g.slots = &slots;
         g.simd_mask.assign(nsimd, 0);
         g.dyn_tg = &dyn_tg;
+        for (auto& a : auto_tg) a.clear();
+        g.auto_tg = &auto_tg;
         g.generation = ++t_generation;
+        t_group_pos = gp;
+        t_kernel = run.kernel;
         for (auto& buf : dyn_tg) {
             std::memset(buf.data(), 0xFF, buf.size());  // NaN: unwritten reads show up
             g.tg_bytes += buf.size();
@@ -273,7 +344,8 @@ void worker(SharedRun& run) {
         }
     }
     t_poisoned = nullptr;
-    fiber_pool().give(std::move(fibers));
+    fiber_pool().give(std::move(fibers), run.keep_sets);
+    leave_worker_thread();
 }
 
 void check_geometry(const KernelEntry& k, const Dispatch& d) {
@@ -283,6 +355,20 @@ void check_geometry(const KernelEntry& k, const Dispatch& d) {
         throw Error("out-of-range dispatch geometry for kernel " + std::string(k.name) +
                     ": threadsPerThreadgroup " + u3s(t) + " must be non-zero with at most " +
                     std::to_string(kMaxThreadsPerThreadgroup) + " threads in total");
+    const U3 g = d.threadgroups;
+    const char* axis = "xyz";
+    const uint32_t gv[3] = {g.x, g.y, g.z}, tv[3] = {t.x, t.y, t.z};
+    for (int a = 0; a < 3; ++a)
+        if (uint64_t(gv[a]) * tv[a] > 0xffffffffull)
+            throw Error("out-of-range dispatch geometry for kernel " + std::string(k.name) + ": " +
+                        std::to_string(gv[a]) + " threadgroups of " + std::to_string(tv[a]) +
+                        " threads along " + axis[a] + " exceed the 2^32 threads per grid dimension "
+                        "that [[thread_position_in_grid]] can index");
+    uint64_t groups = 0;
+    if (__builtin_mul_overflow(uint64_t(g.x), uint64_t(g.y), &groups) ||
+        __builtin_mul_overflow(groups, uint64_t(g.z), &groups))
+        throw Error("out-of-range dispatch geometry for kernel " + std::string(k.name) +
+                    ": threadgroups " + u3s(g) + " overflow a 64-bit count");
     size_t tg = 0;
     for (size_t i = 0; i < d.threadgroup_memory.size(); ++i) {
         if (d.threadgroup_memory[i] % 16 != 0)
@@ -388,11 +474,15 @@ const KernelEntry* find_kernel(const std::string& name) {
     return nullptr;
 }
 
-void register_kernels(const KernelEntry* e, int n) {
-    kernel_table().insert(kernel_table().end(), e, e + n);
+void register_module(const Module& m) {
+    for (int i = 0; i < m.nentries; ++i)
+        if (m.entries[i].name) kernel_table().push_back(m.entries[i]);
+    for (int i = 0; i < m.nfcs; ++i)
+        if (m.fcs[i].name) fc_table().push_back(m.fcs[i]);
+    if (m.derived_constants) derived_table().push_back(m.derived_constants);
 }
-void register_function_constants(const FunctionConstant* f, int n) {
-    fc_table().insert(fc_table().end(), f, f + n);
+void update_derived_constants() {
+    for (auto f : derived_table()) f();
 }
 
 void set_function_constant(int index, const void* value, size_t size) {
@@ -409,7 +499,92 @@ void set_function_constant(int index, const void* value, size_t size) {
 }
 void clear_function_constants() { fc_set().clear(); }
 
-static thread_local const Dispatch* t_dispatch = nullptr;
+void yield_to_group() {
+    ThreadState* t = t_current;
+    if (!t) return;
+    t->wait = ThreadState::Wait::runnable;
+    t->fiber->yield(t->group->host);
+}
+
+void* auto_threadgroup_memory(int slot, size_t bytes) {
+    ThreadState& t = current();
+    Group& g = *t.group;
+    auto& v = *g.auto_tg;
+    if (size_t(slot) >= v.size()) v.resize(size_t(slot) + 1);
+    auto& mem = v[size_t(slot)];
+    if (mem.empty()) {
+        mem.assign(std::max<size_t>(bytes, 1), 0xFF);  // NaN: unwritten reads show up
+        g.tg_bytes += bytes;
+        if (g.tg_bytes > kMaxThreadgroupMemory)
+            fail("threadgroup memory of " + std::to_string(g.tg_bytes) +
+                 " bytes exceeds the 32 KiB of Apple GPUs");
+    }
+    return mem.data();
+}
+
+void shader_log(const char* fmt, size_t n, const double* args) {
+    std::string out;
+    size_t k = 0;
+    for (const char* p = fmt; *p; ++p) {
+        if (*p != '%') {
+            out += *p;
+            continue;
+        }
+        if (p[1] == '%') {
+            out += '%';
+            ++p;
+            continue;
+        }
+        const char* q = p + 1;
+        while (*q && std::strchr("-+ #0123456789.hlzjt", *q)) ++q;
+        if (!*q) break;
+        std::string spec(p, size_t(q - p));
+        spec.erase(std::remove_if(spec.begin(), spec.end(),
+                                  [](char c) { return std::strchr("hlzjt", c) != nullptr; }),
+                   spec.end());
+        char buf[128];
+        const double v = k < n ? args[k++] : 0.0;
+        if (std::strchr("diucxXo", *q)) {
+            std::snprintf(buf, sizeof buf, (spec + "ll" + (*q == 'i' ? 'd' : *q)).c_str(), (long long)v);
+        } else if (std::strchr("feEgGaA", *q)) {
+            std::snprintf(buf, sizeof buf, (spec + *q).c_str(), v);
+        } else {
+            std::snprintf(buf, sizeof buf, "<%%%c>", *q);
+        }
+        out += buf;
+        p = q;
+    }
+    ThreadState* t = t_current;
+    std::string who = t ? " [threadgroup " + u3s(t->group_pos) + " thread " + u3s(t->pos_in_group) + "]" : "";
+    std::fprintf(stderr, "metal-emu log%s: %s\n", who.c_str(), out.c_str());
+}
+
+bool describe_running_thread(char* out, size_t n) {
+    ThreadState* t = t_current;
+    if (!t || !t_kernel) return false;
+    std::snprintf(out, n, "kernel %s, threadgroup (%u, %u, %u), thread (%u, %u, %u)", t_kernel->name,
+                  t->group_pos.x, t->group_pos.y, t->group_pos.z, t->pos_in_group.x,
+                  t->pos_in_group.y, t->pos_in_group.z);
+    return true;
+}
+
+const void* running_fiber_guard(size_t* bytes) {
+    ThreadState* t = t_current;
+    if (!t) return nullptr;
+    return t->fiber->guard(bytes);
+}
+
+size_t TextureBinding::bytes() const {
+    static const size_t elem[] = {4, 2, 4, 4, 2, 2, 1, 1};
+    return size_t(width) * height * depth * slices * channels * elem[format];
+}
+
+const TextureBinding* bound_texture(int index) {
+    const Dispatch* d = current().group->d;
+    if (index < 0 || size_t(index) >= d->textures.size() || !d->textures[size_t(index)].ptr)
+        fail("texture(" + std::to_string(index) + ") is not bound");
+    return &d->textures[size_t(index)];
+}
 
 const Binding& bound_buffer(int index) {
     const Dispatch* d = current().group->d;
@@ -425,8 +600,11 @@ void* bound_threadgroup_memory(int index) {
 }
 
 void run(const KernelEntry& k, const Dispatch& d_in, const DispatchOptions& opt) {
-    (void)t_dispatch;
     check_geometry(k, d_in);
+    if (opt.os_threads < 0 || opt.os_threads > int(kMaxOsThreads))
+        throw Error("os_threads must be 0 (automatic) or 1.." + std::to_string(kMaxOsThreads) +
+                    ", got " + std::to_string(opt.os_threads));
+    const size_t stack = stack_bytes(opt.stack_kb);
     const uint64_t total = uint64_t(d_in.threadgroups.x) * d_in.threadgroups.y * d_in.threadgroups.z;
     if (total == 0) return;
 
@@ -453,6 +631,7 @@ void run(const KernelEntry& k, const Dispatch& d_in, const DispatchOptions& opt)
     }
 
     SharedRun run;
+    run.stack = stack;
     run.kernel = &k;
     run.d = &d;
     run.opt = &opt;
@@ -463,8 +642,21 @@ void run(const KernelEntry& k, const Dispatch& d_in, const DispatchOptions& opt)
         if (nthreads <= 0) nthreads = int(std::max(1u, std::thread::hardware_concurrency()));
     }
     nthreads = int(std::min<uint64_t>(uint64_t(nthreads), total));
+    // Every fiber costs two memory mappings (stack and guard page): keep the dispatch well
+    // inside the kernel's map limit however many OS threads are asked for (the result does
+    // not depend on their number).
+    const uint64_t tpg_threads = uint64_t(d.threads_per_threadgroup.x) *
+                                 d.threads_per_threadgroup.y * d.threads_per_threadgroup.z;
+    const uint64_t fiber_budget = max_map_count() / 4;
+    nthreads = int(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(nthreads), fiber_budget / (2 * tpg_threads))));
+    run.keep_sets = size_t(nthreads);
+    const Watchdog watchdog(opt.time_limit_s);
     std::vector<std::thread> pool;
-    for (int i = 1; i < nthreads; ++i) pool.emplace_back([&run] { worker(run); });
+    try {
+        for (int i = 1; i < nthreads; ++i) pool.emplace_back([&run] { worker(run); });
+    } catch (const std::system_error&) {
+        // fewer OS threads than asked for: the groups are shared among those that started
+    }
     worker(run);
     for (auto& t : pool) t.join();
 

@@ -18,6 +18,7 @@
 #endif
 
 #if defined(FGEMU_ASAN)
+#include <sanitizer/asan_interface.h>
 extern "C" {
 void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old,
@@ -94,6 +95,11 @@ Fiber::Fiber(size_t stack_bytes) {
 Fiber::~Fiber() {
 #if defined(FGEMU_FIBER_UCONTEXT)
     delete static_cast<ucontext_t*>(uctx_);
+#endif
+#if defined(FGEMU_ASAN)
+    // A fiber that ended in fail() never unwound: its frames' redzones are still poisoned,
+    // and memory mapped later at these addresses would look like a stack overflow.
+    ASAN_UNPOISON_MEMORY_REGION(stack_lo_, stack_size_);
 #endif
     munmap(mem_, mem_size_);
 }

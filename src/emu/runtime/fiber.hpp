@@ -35,6 +35,12 @@ public:
     // Fiber -> host. `dying` tells ASan that this fiber's stack frames are gone for good.
     void yield(FiberHost& host, bool dying = false);
 
+    // The guard page below the stack (a fault there is a stack overflow).
+    const void* guard(size_t* bytes) const {
+        *bytes = mem_size_ - stack_size_;
+        return mem_;
+    }
+
     // Called first thing by the fiber's entry (ASan bookkeeping).
     void entered(FiberHost& host);
 

@@ -1,15 +1,29 @@
 // metal-emu shim of Apple's MetalPerformancePrimitives: mpp::tensor_ops::matmul2d.
 //
 // run() is distributed over the threads of the execution scope: scope thread t computes
-// output elements t, t + T, t + 2T, ... of the m x n tile (row-major), each as an FP32 sum in
+// output elements t, t + T, t + 2T, ... of the m x n tile (row-major), each as a sum in
 // increasing k, reading its inputs through the tensors' edge model (metal_tensor). So no
 // thread waits for another inside run(); callers must still call run() from every thread of
 // the scope, which the emulator checks through the scope size.
+//
+// Operand types as Apple's MPPTensorOpsMatMul2d.h lists them: int8_t or uint8_t operands
+// (the Neural Accelerators' integer path) with an int32_t, float or half destination, the
+// products summed exactly in 32-bit integers (wrapping like the hardware's int32
+// accumulators); half operands with a half or float destination; and float operands (which
+// fastgemm's FP32 rungs use; computed in FP32 here). Other combinations fail to compile.
 #pragma once
 #include <metal_tensor>
 
 namespace mpp {
 namespace tensor_ops {
+
+// Apple declares the dynamic-length marker here; it is the same entity as metal_tensor's, so
+// `using namespace metal; using namespace mpp::tensor_ops;` leaves it unambiguous.
+template <class T>
+struct dynamic_length {
+    static constexpr T value = metal::dynamic_length_v<T>;
+};
+using metal::dynamic_length_v;
 
 struct matmul2d_descriptor {
     enum class mode { multiply, multiply_accumulate };
@@ -46,6 +60,22 @@ struct scope_layout {
     }
 };
 template <class T>
+inline constexpr bool is_int8_v = std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
+template <class L, class R, class D>
+inline constexpr bool supported_types_v =
+    (is_int8_v<L> && is_int8_v<R> &&
+     (std::is_same_v<D, int32_t> || std::is_same_v<D, float> || std::is_same_v<D, half>)) ||
+    (std::is_same_v<L, half> && std::is_same_v<R, half> &&
+     (std::is_same_v<D, float> || std::is_same_v<D, half>)) ||
+    (std::is_same_v<L, bfloat> && std::is_same_v<R, bfloat> &&
+     (std::is_same_v<D, float> || std::is_same_v<D, bfloat>)) ||
+    (std::is_same_v<L, float> && std::is_same_v<R, float> && std::is_same_v<D, float>);
+template <class T>
+struct elem { using type = std::remove_cv_t<typename T::element_type>; };
+template <class E, class X, class L>
+struct elem<metal::cooperative_tensor<E, X, L>> { using type = E; };
+
+template <class T>
 struct is_coop : std::false_type {};
 template <class E, class X, class L>
 struct is_coop<metal::cooperative_tensor<E, X, L>> : std::true_type {};
@@ -72,6 +102,15 @@ public:
                               Desc.k == int(static_cast<int>(metal::dynamic_extent))
                           ? int(Desc.transpose_left ? left.get_extent(1) : left.get_extent(0))
                           : Desc.k;
+        using LE = typename detail::elem<L>::type;
+        using RE = typename detail::elem<R>::type;
+        using DE = typename detail::elem<D>::type;
+        static_assert(detail::supported_types_v<LE, RE, DE>,
+                      "matmul2d: operand types not among those MetalPerformancePrimitives "
+                      "supports (int8/uint8 x int8/uint8 -> int32/float/half, half x half -> "
+                      "float/half, float x float -> float)");
+        constexpr bool integer = detail::is_int8_v<LE>;
+        using Acc = std::conditional_t<integer, int32_t, float>;
         const int T = layout::scope_threads, t = layout::thread_in_scope();
         const bool acc = Desc.matmul_mode == matmul2d_descriptor::mode::multiply_accumulate;
         for (int e = t, slot = 0; e < M * N; e += T, ++slot) {
@@ -83,17 +122,25 @@ public:
                 (void)coord;
                 if (!dest.at(ci, ok)) continue;  // outside C: dropped
             }
-            float s = 0.0f;
+            Acc s = 0;
             for (int k = 0; k < K; ++k) {
-                const float a = float(Desc.transpose_left ? left.get(r, k) : left.get(k, r));
-                const float b = float(Desc.transpose_right ? right.get(k, c) : right.get(c, k));
-                s += a * b;
+                const Acc a = Acc(Desc.transpose_left ? left.get(r, k) : left.get(k, r));
+                const Acc b = Acc(Desc.transpose_right ? right.get(k, c) : right.get(c, k));
+                if constexpr (integer)  // 32-bit wrap-around, without signed-overflow UB
+                    s = Acc(uint32_t(s) + uint32_t(a * b));
+                else
+                    s += a * b;
             }
+            auto combine = [&](DE old) {
+                if constexpr (integer && std::is_same_v<DE, int32_t>)
+                    return acc ? DE(uint32_t(old) + uint32_t(s)) : DE(s);
+                else
+                    return acc ? DE(float(old) + float(s)) : DE(float(s));
+            };
             if constexpr (detail::is_coop<D>::value) {
-                dest.v[slot] = acc ? dest.v[slot] + s : s;
+                dest.v[slot] = combine(dest.v[slot]);
             } else {
-                using V = typename D::value_type;
-                dest.put(c, r, acc ? V(float(dest.get(c, r)) + s) : V(s));
+                dest.put(c, r, combine(dest.get(c, r)));
             }
         }
     }

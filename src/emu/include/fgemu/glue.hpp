@@ -32,8 +32,15 @@ inline U3 attr_value(Attr a) {
         case Attr::thread_index_in_quadgroup: return U3{t.index % 4, 0, 0};
         case Attr::quadgroup_index_in_threadgroup: return U3{t.index / 4, 0, 0};
         case Attr::quadgroups_per_threadgroup: return U3{(threads_in_group() + 3) / 4, 0, 0};
+        case Attr::grid_origin: return U3{0, 0, 0};
     }
     return U3{};
+}
+
+// Fills every element of an array (GNU range designators, see msl_scan.py).
+template <class A, class V>
+void fill_all(A& a, const V& v) {
+    for (auto& e : a) e = v;
 }
 
 template <class A>
@@ -63,11 +70,40 @@ template <class A>
 decltype(auto) bind_arg(const ArgRole& r) {
     using Bare = std::remove_cv_t<std::remove_reference_t<A>>;
     if (r.kind == ArgRole::attribute) {
-        if constexpr (std::is_pointer_v<Bare> || std::is_reference_v<A>) {
-            fail("position attribute bound to a pointer or reference parameter");
+        if constexpr (std::is_pointer_v<Bare> || std::is_reference_v<A> ||
+                      !(std::is_arithmetic_v<Bare> || metal::detail::is_vec<Bare>::value)) {
+            fail("position attribute bound to a parameter that is not a scalar or vector");
             return A(*static_cast<Bare*>(nullptr));
         } else {
             return attr_as<Bare>(Attr(r.index));
+        }
+    } else if (r.kind == ArgRole::texture) {
+        if constexpr (metal::is_texture<Bare>::value) {
+            return Bare(bound_texture(r.index));
+        } else {
+            fail("[[texture(n)]] on a parameter that is not a texture");
+            return A(*static_cast<Bare*>(nullptr));
+        }
+    } else if (r.kind == ArgRole::sampler) {
+        if constexpr (std::is_same_v<Bare, metal::sampler>) {
+            return Bare();  // the host's sampler state is not modelled: nearest, clamp
+        } else {
+            fail("[[sampler(n)]] on a parameter that is not a sampler");
+            return A(*static_cast<Bare*>(nullptr));
+        }
+    } else if (r.kind == ArgRole::threadgroup_auto) {
+        if constexpr (std::is_pointer_v<Bare>) {
+            using Pointee = std::remove_cv_t<std::remove_pointer_t<Bare>>;
+            if constexpr (std::is_void_v<Pointee>) {
+                return static_cast<Bare>(auto_threadgroup_memory(r.index, 16));
+            } else {
+                return static_cast<Bare>(auto_threadgroup_memory(r.index, sizeof(Pointee)));
+            }
+        } else if constexpr (std::is_reference_v<A>) {
+            return static_cast<A>(*static_cast<Bare*>(auto_threadgroup_memory(r.index, sizeof(Bare))));
+        } else {
+            fail("threadgroup argument that is neither a pointer nor a reference");
+            return A(*static_cast<Bare*>(nullptr));
         }
     } else if (r.kind == ArgRole::threadgroup_mem) {
         if constexpr (std::is_pointer_v<Bare>) {
@@ -105,12 +141,19 @@ void invoke(const ArgRole* roles) {
 }
 
 struct Registrar {
-    Registrar(const KernelEntry* e, int n, const FunctionConstant* f, int nf) {
-        register_kernels(e, n);
-        if (nf) register_function_constants(f, nf);
-    }
+    explicit Registrar(const Module& m) { register_module(m); }
 };
 
 }  // namespace fgemu
+
+// A module compiled into a library with several shaders (fastgemm's own) registers itself
+// at load time. A module compiled by fastgemm.emu has no static initialiser at all: its one
+// exported function hands the table to the runtime.
+#if defined(FGEMU_STATIC_REGISTRATION)
+#define FGEMU_MODULE(m) namespace { const ::fgemu::Registrar fgemu_registrar(m); }
+#else
+#define FGEMU_MODULE(m) \
+    extern "C" __attribute__((visibility("default"))) const ::fgemu::Module* fgemu_module() { return &m; }
+#endif
 
 #define is_function_constant_defined(x) ::fgemu::fc_defined(&(x))

@@ -14,6 +14,7 @@ namespace fgemu {
 constexpr uint32_t kSimdWidth = 32;                 // threads per SIMD-group on Apple GPUs
 constexpr uint32_t kMaxThreadsPerThreadgroup = 1024;
 constexpr size_t kMaxThreadgroupMemory = 32768;     // maxThreadgroupMemoryLength on M1-M5
+constexpr uint32_t kMaxOsThreads = 1024;            // DispatchOptions::os_threads
 
 // An emulator finding: a kernel error, a bad dispatch, or an unsupported construct.
 struct Error : std::runtime_error {
@@ -43,6 +44,7 @@ enum class Attr : int {
     thread_index_in_quadgroup,
     quadgroup_index_in_threadgroup,
     quadgroups_per_threadgroup,
+    grid_origin,  // origin of a dispatch-base grid: always 0 here
 };
 
 struct ThreadState {
@@ -66,6 +68,10 @@ void group_barrier(const char* file, int line);
 // Waits for the live lanes of the caller's SIMD-group that are not blocked elsewhere;
 // returns a bitmask of the lanes that took part.
 uint32_t simd_sync();
+// Lets the other threads of the caller's group run (the caller stays runnable): atomics
+// call it so that a thread spinning on another thread's flag makes progress. A no-op
+// outside a kernel.
+void yield_to_group();
 // 32 lanes x 64 bytes of exchange space for the caller's SIMD-group.
 unsigned char* simd_slots();
 // Threads in the caller's threadgroup, SIMD-groups in it.
@@ -81,13 +87,18 @@ U3 groups_per_grid();
 // Called after each `threadgroup` variable declaration: poisons it (NaN bytes) once per
 // threadgroup, and counts it against the 32 KiB threadgroup-memory limit.
 void tg_var(void* p, size_t bytes);
+// A threadgroup argument without [[threadgroup(n)]] (as naga writes workgroup variables):
+// `bytes` of per-group memory for parameter `slot`, poisoned, counted against 32 KiB.
+void* auto_threadgroup_memory(int slot, size_t bytes);
+// os_log: printf-style message with up to `n` numeric arguments, to the emulator's log.
+void shader_log(const char* fmt, size_t n, const double* args);
 // Function constants: is_function_constant_defined().
 bool fc_defined(const void* var);
 
 // ---- dispatch --------------------------------------------------------------------------
 
 struct ArgRole {
-    enum Kind : int { buffer, threadgroup_mem, attribute } kind;
+    enum Kind : int { buffer, threadgroup_mem, attribute, threadgroup_auto, texture, sampler } kind;
     int index;  // buffer / threadgroup index, or Attr
 };
 
@@ -108,9 +119,29 @@ struct KernelEntry {
     const char* location;   // "file.metal:line"
 };
 
+// One translated source: its kernels, function constants, and the function that recomputes
+// the program-scope constants derived from function constants.
+struct Module {
+    const KernelEntry* entries;
+    int nentries;
+    const FunctionConstant* fcs;
+    int nfcs;
+    void (*derived_constants)();
+};
+
 struct Binding {
     void* ptr = nullptr;
     size_t size = 0;
+};
+
+// A texture as the host binds it: texels of `channels` components of one storage format,
+// x fastest, then y, z, then the array slice (or cube face).
+struct TextureBinding {
+    enum Format : uint32_t { f32, f16, i32, u32, i16, u16, i8, u8 };
+    void* ptr = nullptr;
+    uint32_t width = 0, height = 1, depth = 1, slices = 1, channels = 1;
+    Format format = f32;
+    size_t bytes() const;
 };
 
 enum class Order : int { natural = 0, reversed = 1, shuffled = 2 };
@@ -121,29 +152,35 @@ struct DispatchOptions {
     uint64_t seed = 1;              // for Order::shuffled
     int os_threads = 0;             // 0: FGEMU_THREADS or the hardware concurrency
     bool guard_buffers = true;      // copy buffers between canaries; report writes past them
+    size_t stack_kb = 0;            // fiber stack per thread; 0: FGEMU_STACK_KB or the default
+    double time_limit_s = 0;        // > 0: a dispatch running longer ends the process with a
+                                    // report (only where fault handlers are installed)
 };
 
 struct Dispatch {
     U3 threadgroups, threads_per_threadgroup;
     std::vector<Binding> buffers;           // index -> binding (ptr may be null: unbound)
     std::vector<size_t> threadgroup_memory; // index -> bytes
+    std::vector<TextureBinding> textures;   // index -> texture (ptr may be null: unbound)
 };
 
 // Kernels compiled into this module (registered by the generated glue).
 const std::vector<KernelEntry>& kernels();
 const std::vector<FunctionConstant>& function_constants();
 const KernelEntry* find_kernel(const std::string& name);
-void register_kernels(const KernelEntry* entries, int n);
-void register_function_constants(const FunctionConstant* fcs, int n);
+void register_module(const Module& m);
 // Marks function constant `index` as set (value already copied) or clears all.
 void set_function_constant(int index, const void* value, size_t size);
 void clear_function_constants();
+// Recomputes every module's constants that derive from function constants.
+void update_derived_constants();
 
 // Runs one dispatch to completion. Throws fgemu::Error.
 void run(const KernelEntry& k, const Dispatch& d, const DispatchOptions& opt);
 
 // Internal: buffers the running dispatch bound.
 const Binding& bound_buffer(int index);
+const TextureBinding* bound_texture(int index);
 void* bound_threadgroup_memory(int index);
 
 }  // namespace fgemu

@@ -4,7 +4,7 @@
 // blocked elsewhere) — as on hardware, where reductions act over active lanes.
 #pragma once
 
-#include "fgemu/types.hpp"
+#include "fgemu/math.hpp"
 
 namespace metal {
 
@@ -155,8 +155,12 @@ inline bool simd_any(bool b) {
     return false;
 }
 struct simd_vote {
-    unsigned long long v;
-    explicit operator unsigned long long() const { return v; }
+    using vote_t = unsigned long long;
+    vote_t v;
+    simd_vote() = default;
+    constexpr explicit simd_vote(vote_t m) : v(m) {}
+    template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+    constexpr explicit operator I() const { return I(v); }
     bool all() const { return v == 0xffffffffull; }
     bool any() const { return v != 0; }
 };
@@ -174,10 +178,162 @@ inline bool simd_is_first() {
     return false;
 }
 
-// Atomics and textures are not part of the GEMM subset.
+namespace fgemu_detail {
+// Bitwise reductions of floating values act on their bits.
 template <class T>
-struct texture2d {
-    texture2d() { fgemu::unsupported("texture2d"); }
-};
+T bit_op(T a, T b, char op) {
+    if constexpr (fgemu::is_float_v<T>) {
+        using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+        U x, y;
+        std::memcpy(&x, &a, sizeof(T));
+        std::memcpy(&y, &b, sizeof(T));
+        const U r = op == '&' ? U(x & y) : op == '|' ? U(x | y) : U(x ^ y);
+        T out;
+        std::memcpy(&out, &r, sizeof(T));
+        return out;
+    } else {
+        return op == '&' ? T(a & b) : op == '|' ? T(a | b) : T(a ^ b);
+    }
+}
+}  // namespace fgemu_detail
+
+// SIMD-group reductions and scans over the bitwise operators, and the products.
+template <class T>
+T simd_and(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = x;
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) s = fgemu_detail::bit_op(s, l.v[i], '&');
+    return s;
+}
+template <class T>
+T simd_or(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = x;
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) s = fgemu_detail::bit_op(s, l.v[i], '|');
+    return s;
+}
+template <class T>
+T simd_xor(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s{};
+    for (uint32_t i = 0; i < fgemu::kSimdWidth; ++i)
+        if (l.mask & (1u << i)) s = fgemu_detail::bit_op(s, l.v[i], '^');
+    return s;
+}
+template <class T>
+T simd_prefix_inclusive_product(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = T(1);
+    for (uint32_t i = 0; i <= l.self; ++i)
+        if (l.mask & (1u << i)) s = s * l.v[i];
+    return s;
+}
+template <class T>
+T simd_prefix_exclusive_product(T x) {
+    auto l = fgemu_detail::exchange(x);
+    T s = T(1);
+    for (uint32_t i = 0; i < l.self; ++i)
+        if (l.mask & (1u << i)) s = s * l.v[i];
+    return s;
+}
+template <class T>
+T simd_shuffle_and_fill_down(T x, T fill, ushort delta) {
+    auto l = fgemu_detail::exchange(x);
+    auto f = fgemu_detail::exchange(fill);
+    const uint32_t src = l.self + delta;
+    if (src < fgemu::kSimdWidth) return (l.mask & (1u << src)) ? l.v[src] : x;
+    return f.v[src - fgemu::kSimdWidth];
+}
+template <class T>
+T simd_shuffle_and_fill_up(T x, T fill, ushort delta) {
+    auto l = fgemu_detail::exchange(x);
+    auto f = fgemu_detail::exchange(fill);
+    if (l.self >= delta) return (l.mask & (1u << (l.self - delta))) ? l.v[l.self - delta] : x;
+    return f.v[fgemu::kSimdWidth - delta + l.self];
+}
+inline simd_vote simd_active_threads_mask() {
+    auto l = fgemu_detail::exchange(true);
+    return simd_vote{l.mask};
+}
+inline bool simd_is_helper_thread() { return false; }
+
+// Quad-groups: four consecutive lanes of a SIMD-group.
+namespace fgemu_detail {
+inline uint32_t quad_base(uint32_t lane) { return lane & ~3u; }
+}
+template <class T>
+T quad_shuffle(T x, ushort lane) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t src = fgemu_detail::quad_base(l.self) + (lane & 3u);
+    return (l.mask & (1u << src)) ? l.v[src] : x;
+}
+template <class T>
+T quad_broadcast(T x, ushort lane) { return quad_shuffle(x, lane); }
+template <class T>
+T quad_shuffle_xor(T x, ushort m) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t src = fgemu_detail::quad_base(l.self) + ((l.self ^ m) & 3u);
+    return (l.mask & (1u << src)) ? l.v[src] : x;
+}
+template <class T>
+T quad_shuffle_down(T x, ushort d) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t q = l.self & 3u;
+    const uint32_t src = fgemu_detail::quad_base(l.self) + q + d;
+    return (q + d < 4 && (l.mask & (1u << src))) ? l.v[src] : x;
+}
+template <class T>
+T quad_shuffle_up(T x, ushort d) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t q = l.self & 3u;
+    return (q >= d && (l.mask & (1u << (l.self - d)))) ? l.v[l.self - d] : x;
+}
+template <class T>
+T quad_shuffle_rotate_down(T x, ushort d) {
+    auto l = fgemu_detail::exchange(x);
+    const uint32_t src = fgemu_detail::quad_base(l.self) + (((l.self & 3u) + d) & 3u);
+    return (l.mask & (1u << src)) ? l.v[src] : x;
+}
+#define FG_QUAD_REDUCE(name, init, op)                                                          \
+    template <class T>                                                                          \
+    T quad_##name(T x) {                                                                        \
+        auto l = fgemu_detail::exchange(x);                                                     \
+        T s = init;                                                                             \
+        const uint32_t b = fgemu_detail::quad_base(l.self);                                     \
+        for (uint32_t i = b; i < b + 4; ++i)                                                    \
+            if (l.mask & (1u << i)) s = op;                                                     \
+        return s;                                                                               \
+    }
+FG_QUAD_REDUCE(sum, T(0), s + l.v[i])
+FG_QUAD_REDUCE(product, T(1), s * l.v[i])
+FG_QUAD_REDUCE(max, x, max(s, l.v[i]))
+FG_QUAD_REDUCE(min, x, min(s, l.v[i]))
+#undef FG_QUAD_REDUCE
+inline bool quad_all(bool b) {
+    auto l = fgemu_detail::exchange(b);
+    const uint32_t q = fgemu_detail::quad_base(l.self);
+    for (uint32_t i = q; i < q + 4; ++i)
+        if ((l.mask & (1u << i)) && !l.v[i]) return false;
+    return true;
+}
+inline bool quad_any(bool b) {
+    auto l = fgemu_detail::exchange(b);
+    const uint32_t q = fgemu_detail::quad_base(l.self);
+    for (uint32_t i = q; i < q + 4; ++i)
+        if ((l.mask & (1u << i)) && l.v[i]) return true;
+    return false;
+}
+inline simd_vote quad_ballot(bool b) {
+    auto l = fgemu_detail::exchange(b);
+    const uint32_t q = fgemu_detail::quad_base(l.self);
+    unsigned long long m = 0;
+    for (uint32_t i = q; i < q + 4; ++i)
+        if ((l.mask & (1u << i)) && l.v[i]) m |= 1ull << (i - q);
+    return simd_vote{m};
+}
+inline void quadgroup_barrier(mem_flags) { fgemu::simd_sync(); }
+
 
 }  // namespace metal

@@ -1,0 +1,140 @@
+"""metal-emu worker: runs dispatches of compiled MSL modules in a process of its own.
+
+fastgemm.emu starts this script (standard library only) with `python -I worker.py` and keeps
+it for later calls. Requests and answers are pickled, length-prefixed, on the worker's stdin
+and on a duplicate of its original stdout; fd 1 itself is pointed at stderr so that nothing a
+shader prints can corrupt the protocol. Buffers travel through a shared file that both
+processes map. Before every dispatch the module installs its fault handlers, which write a
+one-line report into a second shared file and end this process: a fault, a division by
+zero, an abort or an exceeded time limit costs the worker, never the caller.
+
+Requests: {"op": "list" | "constants" | "run", "so": path, ...}; answers: {"rc", "text"}.
+"""
+import ctypes
+import mmap
+import os
+import pickle
+import struct
+import sys
+
+REPORT_BYTES = 4096
+
+
+def _read_exact(f, n):
+    data = b""
+    while len(data) < n:
+        chunk = f.read(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+class Module:
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        lib.fgemu_c_list.restype = ctypes.c_size_t
+        lib.fgemu_c_list.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.fgemu_c_constants.restype = ctypes.c_size_t
+        lib.fgemu_c_constants.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.fgemu_c_install_fault_handlers.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        lib.fgemu_c_run.restype = ctypes.c_int
+        self.lib = lib
+
+    def text(self, fn):
+        n = fn(None, 0)
+        buf = ctypes.create_string_buffer(n)
+        fn(buf, n)
+        return buf.value.decode()
+
+
+class Worker:
+    def __init__(self, report_path):
+        fd = os.open(report_path, os.O_RDWR)
+        self.report = mmap.mmap(fd, REPORT_BYTES)
+        os.close(fd)
+        self.report_addr = ctypes.addressof(ctypes.c_char.from_buffer(self.report))
+        self.modules = {}
+        self.arena = None
+        self.arena_key = None
+
+    def module(self, path):
+        if path not in self.modules:
+            self.modules[path] = Module(path)
+        return self.modules[path]
+
+    def map_arena(self, path, size):
+        if self.arena_key != (path, size):
+            if self.arena is not None:
+                self.arena_ptr = None
+                try:
+                    self.arena.close()
+                except BufferError:
+                    pass
+            fd = os.open(path, os.O_RDWR)
+            self.arena = mmap.mmap(fd, size)
+            os.close(fd)
+            self.arena_key = (path, size)
+            self.arena_base = ctypes.addressof(ctypes.c_char.from_buffer(self.arena))
+        return self.arena_base
+
+    def handle(self, req):
+        mod = self.module(req["so"])
+        op = req["op"]
+        if op == "list":
+            return {"rc": 0, "text": mod.text(mod.lib.fgemu_c_list)}
+        if op == "constants":
+            return {"rc": 0, "text": mod.text(mod.lib.fgemu_c_constants)}
+        base = self.map_arena(req["arena"], req["arena_size"]) if req["arena_size"] else 0
+        bufs = req["buffers"]
+        nbuf = len(bufs)
+        ptrs = (ctypes.c_void_p * max(nbuf, 1))(*[base + b[0] if b else None for b in bufs])
+        sizes = (ctypes.c_size_t * max(nbuf, 1))(*[b[1] if b else 0 for b in bufs])
+        texs = req.get("textures", [])
+        ntex = len(texs)
+        tex_ptrs = (ctypes.c_void_p * max(ntex, 1))(*[base + t[0] if t else None for t in texs])
+        tex_desc = (ctypes.c_uint * max(6 * ntex, 1))(*[x for t in texs for x in (t[1] if t else [0] * 6)])
+        tg = req["threadgroup_memory"]
+        tg_lens = (ctypes.c_size_t * max(len(tg), 1))(*tg)
+        fcs = req["constants"]
+        keep = [ctypes.create_string_buffer(raw, len(raw)) for (_, raw) in fcs]
+        n_fc = len(fcs)
+        err = ctypes.create_string_buffer(8192)
+        self.report[:8] = b"\0" * 8
+        mod.lib.fgemu_c_install_fault_handlers(self.report_addr, REPORT_BYTES)
+        rc = mod.lib.fgemu_c_run(
+            req["kernel"].encode(), (ctypes.c_uint * 3)(*req["groups"]),
+            (ctypes.c_uint * 3)(*req["tpg"]), ctypes.c_int(nbuf), ptrs, sizes,
+            ctypes.c_int(len(tg)), tg_lens, ctypes.c_int(n_fc),
+            (ctypes.c_int * max(n_fc, 1))(*[i for (i, _) in fcs]),
+            (ctypes.c_void_p * max(n_fc, 1))(*[ctypes.cast(k, ctypes.c_void_p) for k in keep]),
+            (ctypes.c_size_t * max(n_fc, 1))(*[len(raw) for (_, raw) in fcs]),
+            ctypes.c_int(req["strict"]), ctypes.c_int(req["order"]),
+            ctypes.c_ulonglong(req["seed"]), ctypes.c_int(req["os_threads"]),
+            ctypes.c_size_t(req["stack_kb"]), ctypes.c_double(req["time_limit"]),
+            ctypes.c_int(ntex), tex_ptrs, tex_desc, err,
+            ctypes.c_size_t(len(err)))
+        return {"rc": rc, "text": err.value.decode(errors="replace")}
+
+
+def main():
+    inp = sys.stdin.buffer
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # shader output goes to stderr, never into the protocol
+    worker = Worker(sys.argv[1])
+    while True:
+        head = _read_exact(inp, 8)
+        if head is None:
+            return 0
+        req = pickle.loads(_read_exact(inp, struct.unpack("<Q", head)[0]))
+        try:
+            ans = worker.handle(req)
+        except Exception as e:  # a broken module file, a bad request: the caller's error
+            ans = {"rc": 3, "text": f"{type(e).__name__}: {e}"}
+        data = pickle.dumps(ans)
+        out.write(struct.pack("<Q", len(data)) + data)
+        out.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
