@@ -501,7 +501,8 @@ def _mtime(p: str) -> float:
 # Uninitialised private variables hold a 0xFE byte pattern (poison); large stack frames are
 # probed page by page, so a private array too big for the fiber stack always meets the guard
 # page below it instead of silently landing in a neighbouring fiber's stack.
-_SHADER_FLAGS = ["-ftrivial-auto-var-init=pattern"] + \
+# MSL's char is signed on every GPU; -fsigned-char keeps it so on hosts where C's is not.
+_SHADER_FLAGS = ["-ftrivial-auto-var-init=pattern", "-fsigned-char"] + \
     ([] if sys.platform == "darwin" else ["-fstack-clash-protection"])
 
 

@@ -59,8 +59,11 @@ struct scope_layout {
         }
     }
 };
+// MSL's char is its int8_t (a signed 8-bit integer); in host C++ they are distinct
+// types, so both spellings count (the emulator compiles with -fsigned-char to match).
 template <class T>
-inline constexpr bool is_int8_v = std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
+inline constexpr bool is_int8_v = std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
+                                  std::is_same_v<T, char> || std::is_same_v<T, unsigned char>;
 template <class L, class R, class D>
 inline constexpr bool supported_types_v =
     (is_int8_v<L> && is_int8_v<R> &&
