@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Type-checks the Objective-C++ Metal host (src/metal/*.mm) on any machine with clang, against
 # a copy of Apple's macOS SDK headers (no Mac needed). It parses and type-checks only: nothing
-# is linked or run. Recipe: /work/shared/reference/objc-syntax-check.md.
+# is linked or run. docs/apple-silicon.md ("How the host is type-checked without a Mac")
+# explains the recipe.
 #
 #   FASTGEMM_MACOS_SDK=/path/to/zig-build-macos-sdk scripts/check_objc.sh
 #
