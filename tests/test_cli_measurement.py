@@ -206,6 +206,26 @@ def test_peak_probe_takes_the_best_of_several_trials():
     assert "best of 3" in c.peak_probe
 
 
+def test_matrix_unit_roofs_keep_their_best_trial_and_are_drawn(tmp_path):
+    """A backend's matrix-unit roofs (the int8 tensor cores under fp32_ozaki) are kept per
+    unit at their best trial, written to the JSON, and drawn on the roofline chart."""
+    pytest.importorskip("matplotlib", reason="charts need matplotlib (an optional dependency)")
+
+    class Trial:
+        def __init__(self, peak, int8):
+            self.peak_gflops, self.bandwidth_gbs = peak, 4000.0
+            self.peak_probe, self.bandwidth_probe = "ffma", "copy"
+            self.matrix_peaks_gops = [("int8 tensor cores", int8)]
+
+    trials = iter([Trial(60e3, 1.5e6), Trial(61e3, 1.9e6), Trial(59e3, 1.7e6)])
+    c = roofline.best_of_trials("cuda", trials=3, probe=lambda backend: next(trials))
+    assert c.matrix_peaks == (("int8 tensor cores", 1.9e6),)
+    assert c.to_dict()["matrix_peaks_gops"] == {"int8 tensor cores": 1.9e6}
+    path = tmp_path / "roof.png"
+    roofline.plot_roofline(path, c, [("ffma rung", 20.0, 50e3)], title="test", matrix_unit=())
+    assert path.stat().st_size > 1000
+
+
 def _result(kernel, seconds, precision="fp32", flags=()):
     n = 256
     return BenchResult(kernel, "cpu", n, n, n, [seconds] * 3, [seconds] * 3, [], 1, True, True, 0.0, 1e-7, 1e-5,

@@ -35,11 +35,15 @@ class Ceilings:
     trials: int
     peak_trials: Tuple[float, ...] = ()
     bandwidth_trials: Tuple[float, ...] = ()
+    # (matrix unit, best measured G operations/s): roofs of the rungs that do not run on
+    # the FP32 pipes (the int8 tensor cores of the fp32_ozaki rung).
+    matrix_peaks: Tuple[Tuple[str, float], ...] = ()
 
     def to_dict(self) -> dict:
         return {"peak_gflops": self.peak_gflops, "bandwidth_gbs": self.bandwidth_gbs,
                 "peak_probe": self.peak_probe, "bandwidth_probe": self.bandwidth_probe, "trials": self.trials,
-                "peak_trials": list(self.peak_trials), "bandwidth_trials": list(self.bandwidth_trials)}
+                "peak_trials": list(self.peak_trials), "bandwidth_trials": list(self.bandwidth_trials),
+                "matrix_peaks_gops": {name: gops for name, gops in self.matrix_peaks}}
 
 
 def best_of_trials(backend: str, trials: int = PROBE_TRIALS, probe=None) -> Optional[Ceilings]:
@@ -54,10 +58,14 @@ def best_of_trials(backend: str, trials: int = PROBE_TRIALS, probe=None) -> Opti
         runs.append(c)
     peak = max(runs, key=lambda c: c.peak_gflops)
     bandwidth = max(runs, key=lambda c: c.bandwidth_gbs)
+    matrix = {}
+    for c in runs:
+        for name, gops in getattr(c, "matrix_peaks_gops", ()):
+            matrix[name] = max(matrix.get(name, 0.0), gops)
     return Ceilings(peak.peak_gflops, bandwidth.bandwidth_gbs,
                     f"{peak.peak_probe}; best of {len(runs)} trials", f"{bandwidth.bandwidth_probe}; best of "
                     f"{len(runs)} trials", len(runs), tuple(c.peak_gflops for c in runs),
-                    tuple(c.bandwidth_gbs for c in runs))
+                    tuple(c.bandwidth_gbs for c in runs), tuple(matrix.items()))
 
 
 def cached_ceilings(backend: str):
@@ -160,6 +168,12 @@ def plot_roofline(path, ceilings, points, *, title: str, measured_points=(), bas
             ha="right", va="bottom", fontsize=9)
     ax.text(lo * 1.1, roof(ceilings, lo * 1.1) * 1.3, f"{ceilings.bandwidth_gbs:,.0f} GB/s (probe)",
             fontsize=9, rotation=25)
+    for name, gops in getattr(ceilings, "matrix_peaks", ()):
+        # A matrix unit's roof: the ceiling of the rungs that run on it (their points are
+        # triangles), not of the FP32 ones.
+        ax.axhline(gops, color="#4c72b0", ls=":", lw=1.5)
+        ax.text(hi, gops * 1.05, f"{name}: {gops:,.0f} Gop/s (probe)", ha="right", va="bottom",
+                color="#4c72b0", fontsize=8)
     for label, gflops in baselines:
         ax.axhline(gflops, color="#c44e52", ls="--", lw=1)
         ax.text(lo * 1.1, gflops * 1.04, f"{label} {gflops:,.0f} GFLOP/s", color="#c44e52", fontsize=8)
@@ -168,7 +182,8 @@ def plot_roofline(path, ceilings, points, *, title: str, measured_points=(), bas
     ax.set_yscale("log")
     ys = [p[2] for p in points] + [p[2] for p in measured_points] + [b[1] for b in baselines]
     ax.set_xlim(lo, hi)
-    ax.set_ylim(min(ys + [roof(ceilings, lo)]) / 2, max(ys + [ceilings.peak_gflops]) * 2)
+    tops = [g for _, g in getattr(ceilings, "matrix_peaks", ())]
+    ax.set_ylim(min(ys + [roof(ceilings, lo)]) / 2, max(ys + [ceilings.peak_gflops] + tops) * 2)
     key = []
     for i, (label, x, y) in enumerate(points):
         marker = "^" if label in matrix_unit else "o"

@@ -175,7 +175,8 @@ PYBIND11_MODULE(_fastgemm, m) {
         .def_readonly("peak_gflops", &Ceilings::peak_gflops)
         .def_readonly("bandwidth_gbs", &Ceilings::bandwidth_gbs)
         .def_readonly("peak_probe", &Ceilings::peak_probe)
-        .def_readonly("bandwidth_probe", &Ceilings::bandwidth_probe);
+        .def_readonly("bandwidth_probe", &Ceilings::bandwidth_probe)
+        .def_readonly("matrix_peaks_gops", &Ceilings::matrix_peaks_gops);
 
     // One kernel bound to a Bench's operands: each step() is one native iteration, the
     // unit that pytest-benchmark's device clock (fastgemm.harness) counts.

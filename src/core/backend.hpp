@@ -25,6 +25,9 @@ struct Ceilings {
     double bandwidth_gbs = 0.0;
     std::string peak_probe;       // how the peak was measured ("register-only FMA chains, avx512, 2 threads")
     std::string bandwidth_probe;  // how the bandwidth was measured ("copy of 2 x 256 MiB, read+write bytes")
+    // Matrix units that rungs of other precision classes run on, each with its measured
+    // rate in G operations/s ("int8 tensor cores (wgmma s8)": the fp32_ozaki rung's roof).
+    std::vector<std::pair<std::string, double>> matrix_peaks_gops;
 };
 
 class Backend {

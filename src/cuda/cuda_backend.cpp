@@ -98,9 +98,9 @@ public:
         Ceilings c;
         c.peak_gflops = measure_ffma_peak_gflops();
         c.peak_probe = "independent FFMA chains in registers on every SM (strict fp32)";
-        if (device_is_sm90())  // the ceiling of the fp32_ozaki rung, beside the FP32 roof
-            c.peak_probe += "; int8 tensor cores " + std::to_string(int(measure_int8_tensor_peak_gops() / 1000.0 + 0.5)) +
-                            " TOPS (wgmma m64n256k32 s8, both operands in shared memory)";
+        if (device_is_sm90())  // the roof of the fp32_ozaki rung, beside the FP32 roof
+            c.matrix_peaks_gops.push_back(
+                {"int8 tensor cores (wgmma m64n256k32 s8, operands in shared memory)", measure_int8_tensor_peak_gops()});
         c.bandwidth_gbs = measure_copy_bandwidth_gbs();
         c.bandwidth_probe = "device-to-device copy of 1 GiB, read+write bytes";
         return c;

@@ -52,6 +52,8 @@ def run(args) -> int:
             if c is not None:
                 print(f"      {'peak (probe)':<14} {c['peak_gflops']:,.1f} GFLOP/s fp32: {c['peak_probe']}")
                 print(f"      {'memory (probe)':<14} {c['bandwidth_gbs']:,.1f} GB/s: {c['bandwidth_probe']}")
+                for unit, gops in c.get("matrix_peaks_gops", {}).items():
+                    print(f"      {'matrix (probe)':<14} {gops / 1000:,.0f} TOPS: {unit}")
         else:
             print(f"  {b['name']:<10} unavailable  {b['reason']}")
     print(f"  auto picks: {doc['auto']}")
