@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #if defined(__linux__)
+#include <fcntl.h>
 #include <unistd.h>
 #endif
 #if defined(__APPLE__)
@@ -17,18 +17,32 @@ namespace fastgemm {
 namespace {
 
 #if defined(__linux__)
+// The first whitespace-separated word of a small sysfs file, or "" when it cannot be
+// read. Plain POSIX reads, no iostreams: this runs while the registry is built, at the
+// first call into the library, and must not depend on the C++ locale state of whatever
+// process loaded it.
+std::string sysfs_word(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    char buf[64];
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return {};
+    std::string word(buf, static_cast<size_t>(n));
+    const size_t end = word.find_first_of(" \t\n");
+    return end == std::string::npos ? word : word.substr(0, end);
+}
+
 // /sys/devices/system/cpu/cpu0/cache/indexN/{level,type,size}; size like "1024K".
 int64_t sysfs_cache_size(int level, const char* kind) {
     for (int index = 0; index < 8; ++index) {
-        std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-        std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
-        int l = 0;
-        std::string t, s;
-        if (!(lv >> l) || !(ty >> t) || !(sz >> s)) continue;
-        if (l != level || (t != kind && t != "Unified")) continue;
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+        const std::string l = sysfs_word(dir + "level"), t = sysfs_word(dir + "type"), s = sysfs_word(dir + "size");
+        if (l.empty() || t.empty() || s.empty()) continue;
+        if (std::atoi(l.c_str()) != level || (t != kind && t != "Unified")) continue;
         int64_t v = std::atoll(s.c_str());
-        if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) v *= 1024;
-        if (!s.empty() && s.back() == 'M') v *= 1024 * 1024;
+        if (s.back() == 'K' || s.back() == 'k') v *= 1024;
+        if (s.back() == 'M') v *= 1024 * 1024;
         return v;
     }
     return 0;
