@@ -125,3 +125,72 @@ def test_empty_is_page_aligned():
     assert x.dtype == np.float32 and x.shape == (33, 17) and x.ctypes.data % 16384 == 0
     z = fastgemm.zeros((5, 5))
     assert np.all(z == 0) and z.ctypes.data % 16384 == 0
+
+
+# --- one set of argument rules (python/fastgemm/arguments.py) -----------------------------
+
+A4 = np.ones((4, 4), np.float32)
+
+
+@pytest.mark.parametrize("value", [1e39, -1e39, 1e-50, 2**2000])
+@pytest.mark.parametrize("which", ["alpha", "beta"])
+def test_scalars_outside_float32_are_refused_by_name(which, value):
+    """alpha and beta are float32 in SGEMM: a finite value that would become Inf or 0 is
+    refused, on every path, instead of silently changing the result."""
+    C = A4.copy()
+    for call in (lambda: fastgemm.sgemm(A4, A4, C, **{which: value}),
+                 lambda: fastgemm.benchmark("ikj", 8, **{which: value})):
+        with pytest.raises(ValueError, match=which):
+            call()
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 3.4e38, 1e-45])
+def test_scalars_float32_can_hold_are_accepted(value):
+    fastgemm.sgemm(A4, A4, A4.copy(), alpha=value, beta=0.0)
+
+
+@pytest.mark.parametrize("name,error", [("", ValueError), ("packed\0junk", ValueError), ("\ud800", ValueError),
+                                         (5, TypeError), (b"cpu", TypeError)])
+def test_names_are_checked_the_same_on_every_path(name, error):
+    """The native fast path and the general path (a Fortran-order A takes the latter)
+    refuse a bad kernel or backend name with the same class."""
+    F = np.asfortranarray(np.ones((4, 3), np.float32))[:, :2]
+    for kw in ({"kernel": name}, {"backend": name}):
+        for A in (A4, F):
+            B = A4 if A is A4 else np.ones((2, 4), np.float32)
+            with pytest.raises(error):
+                fastgemm.sgemm(A, B, **kw)
+    if not isinstance(name, bytes):
+        with pytest.raises(error):
+            fastgemm.kernels(name)
+    with pytest.raises(TypeError):
+        fastgemm.kernels(b"cpu")
+
+
+def test_a_c_with_unaligned_but_separate_rows_is_accepted(rng):
+    """Rows 14 bytes apart and 3 floats wide do not overlap: such a C is legal (written
+    through a copy, since its rows are unaligned)."""
+    buf = np.zeros(80, np.uint8)
+    base = buf[2:2 + 4 * 14].view(np.uint8)
+    C = np.ndarray((3, 3), dtype=np.float32, buffer=base, offset=0, strides=(14, 4))
+    A, B = rand(rng, 3, 5), rand(rng, 5, 3)
+    out = fastgemm.sgemm(A, B, C)
+    assert out is C
+    np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [{"align": 0}, {"align": 3}, {"align": -64}, {"align": 2.5}])
+def test_empty_checks_its_alignment(kw):
+    with pytest.raises((ValueError, TypeError), match="align"):
+        fastgemm.empty(16, **kw)
+
+
+@pytest.mark.parametrize("shape", [-1, (4, -2), ("abc",), 2.5])
+def test_empty_checks_its_shape(shape):
+    with pytest.raises((ValueError, TypeError), match="shape"):
+        fastgemm.empty(shape)
+
+
+def test_benchmark_bench_must_be_a_bench():
+    with pytest.raises(TypeError, match="bench"):
+        fastgemm.benchmark("ikj", 8, bench="junk")

@@ -179,3 +179,90 @@ def test_sigint_stops_large_calls_promptly(kernel, M, N, K, tb):
     assert out.strip() == "KeyboardInterrupt", out
     # docs/reliability.md promises 0.5 s; the bound leaves room for a loaded test machine.
     assert latency < 1.5, f"{kernel} took {latency:.2f} s to stop"
+
+
+@posix
+@pytest.mark.parametrize("child_kernel", ["packed", "openblas"])
+def test_fork_while_another_thread_computes(child_kernel):
+    """A fork() while another thread is inside a fastgemm kernel leaves the child a
+    working library: the pool, the interrupt scope and the BLAS gate hold no lock there.
+    (OpenBLAS itself, in flight in the parent, can leave its level-3 lock held in the
+    child: docs/reliability.md.)"""
+    if child_kernel not in CPU:
+        pytest.skip(f"{child_kernel} is not built here (no BLAS baseline in this build)")
+    proc = child(f"""
+        import os, threading, numpy as np, fastgemm
+        A = np.ones((1500, 1500), np.float32)
+        stop = threading.Event()
+        def spin():
+            while not stop.is_set():
+                fastgemm.sgemm(A, A, kernel="packed", backend="cpu")
+        t = threading.Thread(target=spin)
+        t.start()
+        ok = True
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                C = fastgemm.sgemm(A[:64], A, kernel="{child_kernel}", backend="cpu")
+                os._exit(0 if np.all(C == 1500) else 3)
+            ok &= os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        stop.set()
+        t.join()
+        print(ok)
+    """)
+    out, err = finish(proc, 120)
+    assert proc.returncode == 0 and out.split() == ["True"], f"{out}\n{err[-2000:]}"
+
+
+@posix
+@pytest.mark.parametrize("kernel", ["openblas", "packed", "direct"])
+def test_exit_while_a_daemon_thread_is_inside_a_kernel(kernel):
+    if kernel not in CPU:
+        pytest.skip(f"{kernel} is not built here (no BLAS baseline in this build)")
+    proc = child(f"""
+        import threading, time, numpy as np, fastgemm
+        A = np.ones((2000, 2000), np.float32)
+        threading.Thread(target=lambda: [fastgemm.sgemm(A, A, kernel="{kernel}", backend="cpu")
+                                         for _ in range(1000)], daemon=True).start()
+        time.sleep(0.5)
+        print("exiting", flush=True)
+    """)
+    out, err = finish(proc, 60)
+    assert proc.returncode == 0 and out.strip() == "exiting", (proc.returncode, err[-2000:])
+
+
+@posix
+def test_a_sigint_handler_that_returns_lets_the_call_finish():
+    """With a user's own SIGINT handler (one that logs and returns), a long call is not
+    cut short: it completes with the right result and the handler runs, as with numpy."""
+    proc = child("""
+        import os, signal, threading, numpy as np, fastgemm
+        seen = []
+        signal.signal(signal.SIGINT, lambda *a: seen.append("handled"))
+        A = np.ones((1500, 1500), np.float32)
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        for _ in range(5):
+            C = fastgemm.sgemm(A, A, kernel="jki", backend="cpu")
+            if seen:
+                break
+        print(bool(np.all(C == 1500)), seen)
+    """)
+    out, err = finish(proc, 300)
+    assert proc.returncode == 0 and out.split() == ["True", "['handled']"], f"{out}\n{err[-2000:]}"
+
+
+@posix
+def test_many_threads_in_a_small_address_space():
+    """set_num_threads(1024) under a 4 GiB address-space limit: the pool starts what the
+    system allows and the results stay right; the process never aborts."""
+    proc = child("""
+        import resource, numpy as np, fastgemm
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        fastgemm.set_num_threads(1024)
+        A = np.ones((700, 700), np.float32)
+        for k in ("packed", "direct", "ikj_threads"):
+            assert np.all(fastgemm.sgemm(A, A, kernel=k, backend="cpu") == 700), k
+        print("ok")
+    """)
+    out, err = finish(proc, 300)
+    assert proc.returncode == 0 and out.strip() == "ok", (proc.returncode, err[-2000:])

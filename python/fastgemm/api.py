@@ -84,22 +84,29 @@ def _overlaps(a: np.ndarray, b: np.ndarray) -> bool:
 def _overlaps_itself(x: np.ndarray) -> bool:
     """True when two different elements of a 2-D view share memory (as_strided views).
 
-    Elements (i, j) and (i + di, j + dj) coincide when di*s0 + dj*s1 == 0 with
-    |di| < rows, |dj| < cols, not both 0. The smallest such step is di = s1/g,
-    dj = -s0/g with g = gcd(s0, s1), so the test is exact and O(1).
+    Elements are 4 bytes wide, so (i, j) and (i + di, j + dj) overlap when their start
+    addresses, di*s0 + dj*s1 apart, differ by less than 4 bytes (|di| < rows, |dj| < cols,
+    not both 0). A view whose rows (or columns) are laid out one after another cannot
+    overlap; with strides that are whole elements the smallest step between two equal
+    addresses is di = s1/g, dj = -s0/g with g = gcd(s0, s1), so that test is exact and
+    O(1); any other odd layout is refused conservatively.
     """
     rows, cols = x.shape
     if rows == 0 or cols == 0:
         return False
-    s0, s1 = x.strides
-    if rows > 1 and s0 == 0 or cols > 1 and s1 == 0:
+    a0, a1 = (abs(s) for s in x.strides)
+    if rows == 1:
+        return cols > 1 and a1 < _ITEM
+    if cols == 1:
+        return a0 < _ITEM
+    if a1 >= _ITEM and a0 >= (cols - 1) * a1 + _ITEM:
+        return False  # each row ends before the next begins
+    if a0 >= _ITEM and a1 >= (rows - 1) * a0 + _ITEM:
+        return False  # each column ends before the next begins
+    if a0 % _ITEM or a1 % _ITEM or a0 == 0 or a1 == 0:
         return True
-    if any(s % _ITEM for s in x.strides):
-        return True  # elements may partly overlap; such views are refused conservatively
-    if rows == 1 or cols == 1:
-        return False
-    g = math.gcd(abs(s0), abs(s1))
-    return abs(s1) // g < rows and abs(s0) // g < cols
+    g = math.gcd(a0, a1)
+    return a1 // g < rows and a0 // g < cols
 
 
 def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
@@ -119,16 +126,30 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     is built.
     """
     out = _fastgemm.sgemm_call(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
+    if (out is NotImplemented and type(A).__module__.split(".")[0] == "torch" and type(kernel) is str
+            and kernel and "\0" not in kernel and type(backend) is str and backend in _DEVICE_BACKENDS
+            and type(precision) is str and precision in _DEVICE_PRECISIONS and _cuda_built()):
+        from . import cuda  # already imported once a CUDA tensor has come here
+
+        out = cuda.sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, precision)
     if out is NotImplemented:
         out = _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
     return out
 
 
+_DEVICE_BACKENDS = ("auto", "cuda")
+_DEVICE_PRECISIONS = ("fp32", "strict", "tf32")
+
+
+def _cuda_built() -> bool:
+    return bool(getattr(_fastgemm, "built_with_cuda", False))
+
+
 def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision):
     """Every case sgemm's native fast path leaves here: argument errors, array-likes,
     device arrays, layouts that need a copy, aliasing, empty results."""
-    alpha = arguments.real(alpha, "alpha")
-    beta = arguments.real(beta, "beta")
+    alpha = arguments.scalar32(alpha, "alpha")
+    beta = arguments.scalar32(beta, "beta")
     kernel = arguments.name(kernel, "kernel")
     backend = arguments.name(backend, "backend")
     precision = arguments.precision(precision)
@@ -229,6 +250,8 @@ def backends():
 
 def kernels(backend: Optional[str] = None):
     """KernelInfo of every kernel (of one backend), baselines first, then in ladder order."""
+    if backend is not None:
+        backend = arguments.name(backend, "backend")
     return list(_fastgemm.kernels(backend or ""))
 
 
@@ -238,7 +261,11 @@ def empty(shape, *, align: int = 16384) -> np.ndarray:
     Metal can wrap page-aligned memory without a copy (newBufferWithBytesNoCopy), so
     arrays from here reach the GPU zero-copy; 16 KiB covers Apple silicon's page size.
     """
-    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    dims = shape if isinstance(shape, (tuple, list)) else (shape,)
+    shape = tuple(arguments.integer(d, "shape", 0, arguments.INT64_MAX) for d in dims)
+    align = arguments.integer(align, "align", 4, 1 << 30)
+    if align & (align - 1):
+        raise ValueError(f"align must be a power of two (bytes), got {align}")
     count = int(np.prod(shape)) if shape else 1
     raw = np.empty(count * _ITEM + align, dtype=np.uint8)
     start = (-raw.ctypes.data) % align
@@ -439,8 +466,10 @@ def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, ve
     verify = arguments.flag(verify, "verify")
     trans_a = arguments.flag(trans_a, "trans_a")
     trans_b = arguments.flag(trans_b, "trans_b")
-    alpha = arguments.real(alpha, "alpha")
-    beta = arguments.real(beta, "beta")
+    alpha = arguments.scalar32(alpha, "alpha")
+    beta = arguments.scalar32(beta, "beta")
+    if bench is not None and not isinstance(bench, _fastgemm.Bench):
+        raise TypeError(f"bench must be a fastgemm._fastgemm.Bench (or None), got {type(bench).__name__}")
     if baseline is not None and not isinstance(baseline, (bool, str)):
         raise TypeError(f"baseline must be a kernel name, True or None, got {type(baseline).__name__}")
     be = _resolve_backend_for(kernel, backend)

@@ -40,7 +40,23 @@ def flag(value, name: str) -> bool:
 def real(value, name: str) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name} is too large for a floating-point number: {value!r}") from None
+
+
+def scalar32(value, name: str) -> float:
+    """A real number that float32 represents: alpha and beta are float32 in SGEMM, so a
+    finite value beyond float32's range (it would become Inf) or a nonzero one below its
+    smallest subnormal (it would become 0) is refused, not silently changed. NaN and Inf
+    pass: they follow IEEE arithmetic."""
+    v = real(value, name)
+    with np.errstate(over="ignore", under="ignore"):
+        as32 = float(np.float32(v))
+    if math.isfinite(v) and (math.isinf(as32) or (as32 == 0.0 and v != 0.0)):
+        raise ValueError(f"{name} = {v!r} is outside float32's range, which SGEMM computes in")
+    return v
 
 
 def integer(value, name: str, low: int = 0, high: int = INT64_MAX) -> int:
@@ -62,10 +78,12 @@ def seconds(value, name: str) -> float:
 
 
 def name(value, what: str) -> str:
-    """A kernel or backend name: text, without NUL, encodable as UTF-8."""
+    """A kernel or backend name: non-empty text, without NUL, encodable as UTF-8."""
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a name (str), got {type(value).__name__}; "
                         f"see fastgemm.kernels() and fastgemm.backends()")
+    if not value:
+        raise ValueError(f"{what} must not be empty (use \"auto\" to let fastgemm choose)")
     if "\0" in value:
         raise ValueError(f"{what} {value!r} contains a NUL character")
     try:
@@ -113,9 +131,9 @@ def env_flag(var: str, default: bool) -> bool:
     """A boolean environment variable: 1/on/true/yes or 0/off/false/no (any case);
     anything else warns once and keeps the default."""
     raw = os.environ.get(var)
-    if raw is None or raw.strip() == "":
+    if raw is None or raw == "":
         return default
-    v = raw.strip().lower()
+    v = raw.lower()  # the core's rule exactly: no surrounding spaces
     if v in ("1", "on", "true", "yes"):
         return True
     if v in ("0", "off", "false", "no"):
@@ -129,10 +147,14 @@ def env_threads(var: str = "FASTGEMM_NUM_THREADS"):
     """The thread count an environment variable asks for, or None (unset, or invalid:
     warned once; the native core then uses every usable core)."""
     raw = os.environ.get(var)
-    if raw is None or raw.strip() == "":
+    if raw is None or raw == "":
         return None
     try:
-        return integer(int(raw.strip()), var, 1, MAX_THREADS)
+        # The core's rule exactly: ASCII digits only (int() would also take spaces,
+        # underscores and other scripts' digits, which the core ignores).
+        if not (raw.isascii() and raw.isdigit()):
+            raise ValueError(raw)
+        return integer(int(raw), var, 1, MAX_THREADS)
     except (TypeError, ValueError):
         warnings.warn(f"fastgemm: ignored {var}={raw!r} (expected an integer between 1 and {MAX_THREADS})",
                       RuntimeWarning, stacklevel=3)

@@ -75,7 +75,16 @@ def load() -> int:
         warnings.warn(f"fastgemm: ignored the tuning cache {path}: {e}; kernel=\"auto\" measures again",
                       RuntimeWarning, stacklevel=2)
         return 1
-    entries = {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, str)}
+    def text(x):  # a str the core can take: JSON allows lone surrogates, UTF-8 does not
+        if not isinstance(x, str):
+            return False
+        try:
+            x.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    entries = {k: v for k, v in table.items() if text(k) and text(v)}
     discarded = len(table) - len(entries) + _fastgemm.load_tuning_table(entries)
     if discarded:
         warnings.warn(f"fastgemm: ignored {discarded} invalid entr{'y' if discarded == 1 else 'ies'} of the "

@@ -172,6 +172,77 @@ def _new_like(proto, M, N):
 
 PRECISIONS = ("fp32", "strict", "tf32")
 
+_FLOAT_MAX = 3.4028234663852886e38
+_torch_module = None
+
+
+def _torch():
+    global _torch_module
+    if _torch_module is None:
+        import torch
+
+        _torch_module = torch
+    return _torch_module
+
+
+def _torch_stream(torch, device: int) -> int:
+    """The raw handle of torch's current stream on `device`, without building a Stream."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return int(raw(device)) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def _torch_rows(x, trans):
+    """(ld, trans) reading a 2-D tensor as row-major, flipping trans for column-major;
+    None for any other layout or an empty tensor (the general path handles those)."""
+    rows, cols = x.shape
+    s0, s1 = x.stride()
+    if rows == 0 or cols == 0:
+        return None
+    if (cols == 1 or s1 == 1) and (rows == 1 or s0 >= cols):
+        return (s0 if rows > 1 else cols), trans
+    if (rows == 1 or s0 == 1) and (cols == 1 or s1 >= rows):
+        return (s1 if cols > 1 else rows), not trans
+    return None
+
+
+def sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, precision):
+    """PyTorch CUDA tensors in the common case, in as few Python steps as the call allows.
+
+    Same semantics as sgemm() below; returns NotImplemented for anything else (other
+    dtypes, devices or layouts, empty results, argument errors), which sgemm() handles or
+    refuses with its messages. Per call this costs a few microseconds of Python, where
+    a small product on the GPU takes about ten.
+    """
+    torch = _torch()
+    f32 = torch.float32
+    if (A.dtype is not f32 or B.dtype is not f32 or A.dim() != 2 or B.dim() != 2 or not A.is_cuda
+            or not B.is_cuda or type(trans_a) is not bool or type(trans_b) is not bool
+            or type(alpha) is not float or type(beta) is not float
+            or not (-_FLOAT_MAX <= alpha <= _FLOAT_MAX and -_FLOAT_MAX <= beta <= _FLOAT_MAX)):
+        return NotImplemented
+    device = A.get_device()
+    if B.get_device() != device:
+        return NotImplemented
+    a = _torch_rows(A, trans_a)
+    b = _torch_rows(B, trans_b)
+    if a is None or b is None:
+        return NotImplemented
+    M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
+    Kb, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
+    if K != Kb:
+        return NotImplemented
+    if C is None:
+        if beta != 0.0:
+            return NotImplemented
+        C = torch.empty((M, N), dtype=f32, device=A.device)
+    elif (type(C) is not type(A) or C.dtype is not f32 or C.dim() != 2 or not C.is_cuda
+          or C.get_device() != device or tuple(C.shape) != (M, N) or C.stride()[1] != 1 or C.stride()[0] < N):
+        return NotImplemented
+    _fastgemm.cuda_sgemm(kernel, M, N, K, A.data_ptr(), a[0], B.data_ptr(), b[0], C.data_ptr(), C.stride()[0],
+                         a[1], b[1], alpha, beta, _torch_stream(torch, device), device, precision)
+    return C
+
+
 
 def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, kernel="auto", backend="auto",
           precision="fp32"):

@@ -71,9 +71,10 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
         staged = np.empty(batch + (M, N), dtype=np.float32)
         _products(a2, b2, staged, batch, sgemm, kernel, backend, precision)
         result[...] = staged.reshape(shape)
-        return result
+        return result[()] if out is None and result.ndim == 0 else result
     _products(a2, b2, target, batch, sgemm, kernel, backend, precision)
-    return result
+    # As np.matmul: two vectors give a float32 scalar, unless an out array was given.
+    return result[()] if out is None and result.ndim == 0 else result
 
 
 def _products(a2, b2, target, batch, sgemm, kernel, backend, precision):

@@ -8,9 +8,10 @@
 // 3.14 itself does.
 //
 // interruptible(f): without_gil inside an InterruptScope, so Ctrl-C stops a long kernel
-// (its loops poll the flag). An interrupted call raises what Python's SIGINT handler
-// raises (KeyboardInterrupt); off the main thread, where Python runs no handlers, it
-// raises KernelError saying the call was interrupted.
+// (its loops poll the flag), when Python's default SIGINT handler is in place. An
+// interrupted call raises what Python's SIGINT handler raises (KeyboardInterrupt); off
+// the main thread, where Python runs no handlers, it raises KernelError saying the call
+// was interrupted.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -67,8 +68,44 @@ auto without_gil(F&& f) -> decltype(f()) {
     if constexpr (!std::is_void_v<Result>) return std::move(*result);
 }
 
+// Whether Ctrl-C should stop native work: only while Python's SIGINT handler is its
+// default, the one that raises KeyboardInterrupt. A program that installed its own
+// handler (which may just log and return) gets what numpy gives it: the call completes,
+// then the handler runs. Needs the GIL. The signal module is imported once and its
+// objects kept (never released: they outlive finalization), because an import on every
+// call takes a module lock, and a fork() while another thread holds it leaves the child
+// a lock that nobody will release.
+inline bool ctrl_c_raises_keyboard_interrupt() {
+    namespace py = pybind11;
+    struct SignalApi {
+        PyObject* getsignal = nullptr;
+        PyObject* sigint = nullptr;
+        PyObject* default_handler = nullptr;
+    };
+    static const SignalApi api = [] {
+        SignalApi a;
+        try {
+            py::module_ signal = py::module_::import("signal");
+            a.getsignal = py::object(signal.attr("getsignal")).release().ptr();
+            a.sigint = py::object(signal.attr("SIGINT")).release().ptr();
+            a.default_handler = py::object(signal.attr("default_int_handler")).release().ptr();
+        } catch (const py::error_already_set&) {
+            a = SignalApi{};  // no signal module (an embedded interpreter): run to completion
+        }
+        return a;
+    }();
+    if (!api.getsignal) return false;
+    try {
+        py::object current = py::reinterpret_borrow<py::object>(api.getsignal)(py::handle(api.sigint));
+        return current.ptr() == api.default_handler;
+    } catch (const py::error_already_set&) {
+        return false;
+    }
+}
+
 template <class F>
 auto interruptible(F&& f) -> decltype(f()) {
+    if (!ctrl_c_raises_keyboard_interrupt()) return without_gil(std::forward<F>(f));
     InterruptScope scope;
     try {
         return without_gil(std::forward<F>(f));

@@ -108,6 +108,9 @@ bool python_interrupt_pending() {
 PYBIND11_MODULE(_fastgemm, m) {
     m.doc() = "fastgemm native core (see the fastgemm package for the documented API)";
     fastgemm::bindings::register_error_translator();
+    // Looked up here, while the importing thread is the only one in the module: a first
+    // lookup from a call could be under way in one thread while another forks.
+    (void)fastgemm::bindings::ctrl_c_raises_keyboard_interrupt();
 
     py::class_<KernelInfo>(m, "KernelInfo")
         .def_readonly("name", &KernelInfo::name)

@@ -17,7 +17,9 @@
 #include <numpy/arrayobject.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "bindings/gil.hpp"
@@ -80,21 +82,29 @@ bool flag_of(PyObject* obj, bool& out) {
     return false;
 }
 
+// A Python float or int that float32 represents (NaN and Inf included); a finite value
+// that float32 would turn into Inf or 0 is left to the general path, which refuses it.
 bool scalar_of(PyObject* obj, float& out) {
-    if (PyFloat_CheckExact(obj)) return out = float(PyFloat_AS_DOUBLE(obj)), true;
-    if (PyLong_CheckExact(obj)) {
-        const double d = PyLong_AsDouble(obj);
+    double d = 0.0;
+    if (PyFloat_CheckExact(obj)) {
+        d = PyFloat_AS_DOUBLE(obj);
+    } else if (PyLong_CheckExact(obj)) {
+        d = PyLong_AsDouble(obj);
         if (d == -1.0 && PyErr_Occurred()) return PyErr_Clear(), false;
-        return out = float(d), true;
+    } else {
+        return false;
     }
-    return false;
+    out = float(d);
+    return !std::isfinite(d) || (std::isfinite(out) && (out != 0.0f || d == 0.0));
 }
 
+// A non-empty name without NUL (the general path explains any other).
 bool text_of(PyObject* obj, std::string& out) {
     if (!PyUnicode_CheckExact(obj)) return false;
     Py_ssize_t n = 0;
     const char* s = PyUnicode_AsUTF8AndSize(obj, &n);
     if (!s) return PyErr_Clear(), false;
+    if (n == 0 || std::memchr(s, '\0', size_t(n))) return false;
     out.assign(s, size_t(n));
     return true;
 }
@@ -162,7 +172,7 @@ PyObject* sgemm_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
     try {
         const Kernel* named = nullptr;
-        if (kernel != "auto" && !kernel.empty()) {
+        if (kernel != "auto") {
             named = &Registry::global().resolve_kernel(backend, kernel);
             // A kernel with constraints sees the caller's problem exactly, never a
             // rewrite of it that its constraints might refuse: the general path keeps it.

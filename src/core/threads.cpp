@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -42,10 +43,13 @@ int available_cores() {
 namespace {
 
 int initial_threads() {
+    // ASCII digits only, nothing around them: the same rule python/fastgemm/arguments.py
+    // applies (and warns about), so both faces read one value the same way.
     if (const char* env = std::getenv("FASTGEMM_NUM_THREADS")) {
-        char* end = nullptr;
-        long n = std::strtol(env, &end, 10);
-        if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads) return int(n);
+        long n = 0;
+        const char* c = env;
+        for (; *c >= '0' && *c <= '9' && n <= kMaxThreads; ++c) n = n * 10 + (*c - '0');
+        if (c != env && *c == '\0' && n >= 1 && n <= kMaxThreads) return int(n);
     }
     return available_cores();
 }
@@ -125,16 +129,44 @@ private:
     // threads (ulimit, memory) leaves the pool with the ones it has: the job runs on
     // fewer threads, with the same partition and results.
     int ensure_workers(int n) {
-        while (workers_ < n) {
-            const int id = workers_;
-            try {
-                std::thread([this, id] { loop(id); }).detach();
-            } catch (const std::system_error&) {
-                break;
-            }
-            ++workers_;
-        }
+        while (workers_ < n && start_worker(workers_)) ++workers_;
         return workers_;
+    }
+
+    // A detached worker with a 1 MiB stack: the kernels' frames are small, and the
+    // default 8 MiB per thread would let a large set_num_threads() exhaust a limited
+    // address space (where glibc then aborts the process instead of failing the call).
+    bool start_worker(int id) {
+#if defined(FASTGEMM_HAVE_ATFORK)
+        struct Start {
+            Pool* pool;
+            int id;
+        };
+        pthread_attr_t attr;
+        if (pthread_attr_init(&attr) != 0) return false;
+        pthread_attr_setstacksize(&attr, size_t(1) << 20);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        auto* start = new Start{this, id};
+        pthread_t thread;
+        const int rc = pthread_create(
+            &thread, &attr,
+            [](void* arg) -> void* {
+                std::unique_ptr<Start> s(static_cast<Start*>(arg));
+                s->pool->loop(s->id);
+                return nullptr;
+            },
+            start);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) delete start;
+        return rc == 0;
+#else
+        try {
+            std::thread([this, id] { loop(id); }).detach();
+            return true;
+        } catch (const std::system_error&) {
+            return false;
+        }
+#endif
     }
 
     void work() {

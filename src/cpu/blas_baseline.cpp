@@ -4,9 +4,15 @@
 // resources. BLAS takes 32-bit integers: larger dimensions are refused up front.
 #include <algorithm>
 #include <climits>
+#include <condition_variable>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 
 #include "core/errors.hpp"
 #include "core/host_kernel.hpp"
@@ -61,7 +67,82 @@ void blas_call(const Problem& p, const float* A, const float* B, float* C) {
 // computed by one BLAS call over the whole of K, as in the single call.
 constexpr double kPieceFlops = 4.0e10;
 
+// fork() (its prepare handler) and process exit close this gate and wait for the BLAS
+// calls in flight, so neither happens in the middle of one: OpenBLAS's locks and worker
+// threads would then be in a state that the child, or OpenBLAS's own exit-time shutdown,
+// cannot recover from (either hangs). A closed gate lets no new call in, so a thread that
+// calls BLAS in a loop cannot starve the closing (a reader-preferring rwlock would).
+// fork reopens it in both processes; exit keeps it closed: a call started by a thread
+// that outlives exit waits for the process to end.
+class BlasGate {
+public:
+    static BlasGate& instance() {
+        static BlasGate* gate = [] {
+            auto* g = new BlasGate();  // never destroyed: exit must still find it
+#if defined(__unix__) || defined(__APPLE__)
+            pthread_atfork([] { instance().hold_for_fork(); }, [] { instance().release_in_parent(); },
+                           [] { instance().reset_in_child(); });
+#endif
+            std::atexit([] { instance().close(); });
+            return g;
+        }();
+        return *gate;
+    }
+
+    void enter() {
+        std::unique_lock<std::mutex> lock(mu_);
+        changed_.wait(lock, [this] { return !closed_; });
+        ++in_flight_;
+    }
+    void leave() {
+        std::lock_guard<std::mutex> lock(mu_);
+        --in_flight_;
+        changed_.notify_all();
+    }
+    void close() {
+        std::unique_lock<std::mutex> lock(mu_);
+        closed_ = true;
+        changed_.wait(lock, [this] { return in_flight_ == 0; });
+    }
+    // fork: closed and drained as by close(), and the mutex itself held across fork(),
+    // so that no thread owns it in the copied state; both processes release it after.
+    void hold_for_fork() {
+        std::unique_lock<std::mutex> lock(mu_);
+        closed_ = true;
+        changed_.wait(lock, [this] { return in_flight_ == 0; });
+        lock.release();
+    }
+    void release_in_parent() {
+        closed_ = false;
+        mu_.unlock();
+        changed_.notify_all();
+    }
+    // The child has one thread and copies of objects that other threads were waiting on:
+    // a copied condition variable still counts those waiters (glibc's broadcast would
+    // wait for them), so the child starts from new ones.
+    void reset_in_child() {
+        new (&mu_) std::mutex();
+        new (&changed_) std::condition_variable();
+        in_flight_ = 0;
+        closed_ = false;
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable changed_;
+    int in_flight_ = 0;
+    bool closed_ = false;
+};
+
+struct BlasCallInFlight {
+    BlasCallInFlight() { BlasGate::instance().enter(); }
+    ~BlasCallInFlight() { BlasGate::instance().leave(); }
+    BlasCallInFlight(const BlasCallInFlight&) = delete;
+    BlasCallInFlight& operator=(const BlasCallInFlight&) = delete;
+};
+
 void blas_sgemm(const Problem& p, const float* A, const float* B, float* C) {
+    const BlasCallInFlight in_flight;
     sync_blas_threads();
     const double piece = kPieceFlops * std::max(1, get_num_threads());
     if (!interrupt_armed() || p.flops() < 2.0 * piece) return blas_call(p, A, B, C);

@@ -65,8 +65,9 @@ void kij_loop(const Problem& p, const float* A, const float* B, float* C) {
 template <bool TA, bool TB>
 void jki_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t j = 0; j < p.N && !interrupt_requested(); ++j) {
+    for (int64_t j = 0; j < p.N; ++j) {
         for (int64_t k = 0; k < p.K; ++k) {
+            if (interrupt_requested()) return;  // a column of C is M x K work: too coarse
             float b = p.alpha * at<TB>(B, p.ldb, k, j);
             for (int64_t i = 0; i < p.M; ++i) C[i * p.ldc + j] += at<TA>(A, p.lda, i, k) * b;
         }
@@ -76,8 +77,9 @@ void jki_loop(const Problem& p, const float* A, const float* B, float* C) {
 template <bool TA, bool TB>
 void kji_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t k = 0; k < p.K && !interrupt_requested(); ++k) {
+    for (int64_t k = 0; k < p.K; ++k) {
         for (int64_t j = 0; j < p.N; ++j) {
+            if (interrupt_requested()) return;  // a k step is all of C: too coarse
             float b = p.alpha * at<TB>(B, p.ldb, k, j);
             for (int64_t i = 0; i < p.M; ++i) C[i * p.ldc + j] += at<TA>(A, p.lda, i, k) * b;
         }

@@ -14,11 +14,12 @@ namespace {
 template <int BS, bool TA, bool TB>
 void tiled_loop(const Problem& p, const float* A, const float* B, float* C) {
     scale_rows(p, C, 0, p.M);
-    for (int64_t ii = 0; ii < p.M && !interrupt_requested(); ii += BS) {
+    for (int64_t ii = 0; ii < p.M; ii += BS) {
         const int64_t i_end = std::min<int64_t>(ii + BS, p.M);
         for (int64_t kk = 0; kk < p.K; kk += BS) {
             const int64_t k_end = std::min<int64_t>(kk + BS, p.K);
             for (int64_t jj = 0; jj < p.N; jj += BS) {
+                if (interrupt_requested()) return;  // between BS^3 blocks
                 const int64_t j_end = std::min<int64_t>(jj + BS, p.N);
                 for (int64_t i = ii; i < i_end; ++i) {
                     float* c = C + i * p.ldc;
