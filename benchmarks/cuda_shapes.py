@@ -1,6 +1,7 @@
 """The cuda backend over a suite of shapes users call, against the libraries they would call.
 
     python benchmarks/cuda_shapes.py [--quick] [--json out.json] [--iters 5] [--max-minutes 9]
+    python benchmarks/cuda_shapes.py --merge part1.json part2.json --json suite.json
 
 Assumes the package is installed with the cuda backend and PyTorch with CUDA is present
 (the user-facing comparison is against torch). Per shape, in one process and one run:
@@ -164,6 +165,33 @@ def summarize(rows: List[dict], worst: int = 5) -> Dict[str, dict]:
 
 def ratio(other_ms: Optional[float], ours_ms: Optional[float]) -> Optional[float]:
     return other_ms / ours_ms if other_ms and ours_ms else None
+
+
+# The columns of the results table (benchmarks/results_table.py, shape-suite format):
+# every library's time on each shape, and its ratio against torch.matmul.
+TABLE_LIBRARIES = {
+    "auto_torch": "fastgemm auto (torch tensors)",
+    "torch": "torch.matmul",
+    "cublas": "cuBLAS SGEMM",
+    "best_fp32": "best strict fp32 kernel",
+    "best_fp32x3": "best fp32x3 kernel",
+    "cublas_tf32": "cuBLAS TF32",
+    "best_tf32": "best tf32 kernel",
+}
+
+
+def suite_document(rows: List[dict], **top) -> dict:
+    """What --json writes: every measured field, plus the fields results_table.py renders
+    (suite, backend, baseline; per row shape, trans and libraries)."""
+    for r in rows:
+        res = r["results"]
+        base = (res.get("torch") or {}).get("ms")
+        r["shape"], r["trans"] = r["label"], r["op"]
+        r["libraries"] = {name: dict(ms=res[key]["ms"], gflops=res[key]["gflops"], rel_err=res[key].get("rel_err"),
+                                     ratio=ratio(base, res[key]["ms"]))
+                          for key, name in TABLE_LIBRARIES.items() if (res.get(key) or {}).get("ms")}
+    return dict(suite="cuda shapes", backend="cuda", baseline="torch.matmul", **top, rows=rows,
+                summary=summarize(rows))
 
 
 def entry(shape: Shape, ms: Optional[float], rel_err: Optional[float] = None, kernel: Optional[str] = None,
@@ -385,7 +413,12 @@ def main(argv=None) -> int:
     ap.add_argument("--all-kernels", action="store_true", help="time every rung, not only auto's candidates")
     ap.add_argument("--shapes", default="", help="comma-separated labels to run (default: the whole suite)")
     ap.add_argument("--json", default="", help="write every row here")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", default=[],
+                    help="measure nothing: join the rows of earlier --json files (runs of parts of the "
+                         "suite) into one table, summary and --json file")
     args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.json)
     started = time.perf_counter()
 
     import numpy as np
@@ -448,8 +481,18 @@ def main(argv=None) -> int:
         rows.append(r)
         print_row(shape, r)
 
-    summary = summarize(rows)
     wall_s = time.perf_counter() - started
+    report(rows, wall_s, stopped, bw)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(suite_document(rows, device=status.device, properties=dict(status.properties),
+                                     torch=torch.__version__, copy_bandwidth_gbs=bw, quick=args.quick,
+                                     wall_s=wall_s, stopped_before=stopped), f, indent=1)
+    return 0
+
+
+def report(rows: List[dict], wall_s: float, stopped: Optional[str], bw: float) -> None:
+    summary = summarize(rows)
     print(f"\n## Summary ({len(rows)} shapes in {wall_s:.0f} s"
           + (f"; stopped before '{stopped}' at --max-minutes" if stopped else "") + ")\n")
     for key, text in RATIOS.items():
@@ -462,11 +505,46 @@ def main(argv=None) -> int:
         worst = ", ".join(f"{w['label']} {w['pct']:.0f}%" for w in m["worst"])
         print(f"- memory-bound shapes (M or N <= {MEMORY_BOUND_MAX}), auto on torch, % of {bw:.0f} GB/s: "
               f"min {m['min']:.0f}% over {m['shapes']} shapes; worst: {worst}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(device=status.device, properties=dict(status.properties), torch=torch.__version__,
-                           copy_bandwidth_gbs=bw, quick=args.quick, wall_s=wall_s, stopped_before=stopped,
-                           rows=rows, summary=summary), f, indent=1)
+
+
+def merge(paths: List[str], out: str) -> int:
+    """One suite from runs that each measured part of it (a machine lent for minutes at a
+    time): rows in suite order, a later file's row replacing an earlier one's."""
+    by_label, docs = {}, []
+    for path in paths:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+            rows = doc["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            return _fail(f"--merge {path}: not a cuda_shapes.py --json file ({type(e).__name__}: {e})")
+        docs.append(doc)
+        by_label.update({r["label"]: r for r in rows})
+    shapes = [s for s in suite(False) if s.label in by_label]
+    unknown = set(by_label) - {s.label for s in shapes}
+    if unknown:
+        return _fail(f"--merge: rows of shapes not in the suite: {', '.join(sorted(unknown))}")
+    bws = [d.get("copy_bandwidth_gbs") for d in docs if d.get("copy_bandwidth_gbs")]
+    bw = min(bws) if bws else float("nan")
+    print(HEADER)
+    print("|" + "---|" * (HEADER.count("|") - 1))
+    rows = []
+    for shape in shapes:
+        r = by_label[shape.label]
+        r["ratios"] = row_ratios(r["results"])
+        auto_ms = (r["results"].get("auto_torch") or {}).get("ms")
+        r["pct_copy_bw"] = (100.0 * shape.min_bytes / (auto_ms * 1e-3) / (bw * 1e9)
+                            if shape.memory_bound and auto_ms else None)
+        rows.append(r)
+        print_row(shape, r)
+    report(rows, sum(d.get("wall_s") or 0.0 for d in docs), None, bw)
+    first = docs[0]
+    if out:
+        with open(out, "w") as f:
+            json.dump(suite_document(rows, device=first.get("device"), properties=first.get("properties"),
+                                     torch=first.get("torch"), copy_bandwidth_gbs=bw, quick=False,
+                                     wall_s=sum(d.get("wall_s") or 0.0 for d in docs), stopped_before=None,
+                                     merged_from=len(docs)), f, indent=1)
     return 0
 
 
