@@ -62,6 +62,13 @@ def files(tmp_path):
     f["metal"].write_text("kernel void k() {}\n")
     f["file"] = tmp_path / "plain-file"
     f["file"].write_text("x")
+    row = {"kernel": "ikj", "backend": "cpu", "M": 8, "N": 8, "K": 8, "device_median": 1e-3}
+    f["huge_dims"] = tmp_path / "huge.json"
+    f["huge_dims"].write_text(json.dumps({"results": [dict(row, M=10 ** 400)]}))
+    f["flags_int"] = tmp_path / "flags.json"
+    f["flags_int"].write_text(json.dumps({"results": [dict(row, flags=3)]}))
+    f["deep"] = tmp_path / "deep.json"
+    f["deep"].write_text("[" * 100000 + "]" * 100000)
     f["bad_measured"] = tmp_path / "measured.json"
     f["bad_measured"].write_text(json.dumps({"measurements": [{"kernel": "x", "flop_per_byte": "a", "gflops": 1}]}))
     return {k: str(v) for k, v in f.items()}
@@ -176,6 +183,7 @@ def test_roofline_checks_outputs_first(capsys, no_work):
     ("missing", "ok", "no such file"), ("dir", "ok", "folder"), ("not_json", "ok", "not JSON"),
     ("list", "ok", "results"), ("partial", "ok", "lacks"), ("zero", "ok", "not a timing"),
     ("ok", "other", "no row in common"), ("binary", "ok", "not a text file"),
+    ("huge_dims", "ok", "not a number"), ("flags_int", "ok", "not a list"), ("deep", "ok", "nested"),
 ])
 def test_compare_refuses_bad_files(first, second, expect, files, capsys):
     assert_user_error(["compare", files.get(first, MISSING + "/a.json"), files[second]], capsys, expect)
@@ -267,3 +275,25 @@ def test_the_installed_command_reports_user_errors_the_same_way(tmp_path):
         out = subprocess.run([sys.executable, "-m", "fastgemm", *argv], capture_output=True, text=True, timeout=120)
         assert out.returncode == 2, (argv, out.stderr)
         assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
+
+
+def test_output_that_cannot_be_written_is_one_line_and_a_failure(tmp_path):
+    """stdout on a full device: the listing is lost, so one line on stderr and exit 1."""
+    if not __import__("os").path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        code = "import sys; from fastgemm.cli import main; sys.exit(main([\"kernels\", \"--backend\", \"cpu\"]))"
+        proc = subprocess.run([sys.executable, "-c", code],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "could not write the output" in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif("metal-emu" not in {b.name for b in fastgemm.backends() if b.available},
+                    reason="metal-emu is not built")
+@pytest.mark.parametrize("which, kernel, expect", [
+    ("binary", "k", "not UTF-8"), ("metal", "nope", "no kernel named"),
+])
+def test_emu_refuses_sources_and_kernel_names_it_cannot_run(which, kernel, expect, files, capsys):
+    assert_user_error(["emu", files[which], "--kernel", kernel, "--threadgroups", "1", "--threads", "1"],
+                      capsys, expect)

@@ -775,7 +775,10 @@ def _read_source(src) -> Tuple[str, str, Path]:
         p = Path(src).resolve()
         if not p.is_file():
             raise FileNotFoundError(f"no such MSL file: {p}")
-        return p.read_text(), str(p), p.parent
+        try:
+            return p.read_text(encoding="utf-8"), str(p), p.parent
+        except UnicodeDecodeError as e:
+            raise ValueError(f"source {p} is not UTF-8 text (byte {e.start}): not an MSL source") from None
     if not isinstance(src, str):
         raise TypeError("source_or_path must be MSL text or a path")
     return src, "<source>", Path.cwd()
@@ -887,6 +890,9 @@ def _cli_emu(args) -> int:
     except (EmuCompileError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except ValueError as e:  # not MSL text
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.list:
         print("\n".join(mod.kernels))
         return 0
@@ -898,7 +904,10 @@ def _cli_emu(args) -> int:
                 threads_per_threadgroup=size(args.threads), buffers=bufs,
                 threadgroup_memory=tgm, strict=args.strict, order=args.order,
                 time_limit=args.time_limit if args.time_limit > 0 else None)
-    except (KernelError, NotFoundError, ValueError) as e:
+    except (NotFoundError, ValueError) as e:  # the command line named something wrong
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KernelError as e:  # the shader itself failed (a fault, a barrier, a time limit)
         print(f"error: {e}", file=sys.stderr)
         return 1
     for i, a in sorted(bufs.items()):

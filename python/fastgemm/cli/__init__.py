@@ -17,6 +17,7 @@ verification (or, for compare --fail-above, a regression); a traceback is a bug.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import List, Optional
@@ -79,7 +80,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("fastgemm: error: name a command (fastgemm --help lists them)", file=sys.stderr)
         return 2
     try:
-        return args.func(args)
+        rc = args.func(args)
+        _flush_stdout()
+        return rc
+    except _OutputLost as e:
+        print(f"fastgemm {args.command}: error: could not write the output: {e}", file=sys.stderr)
+        return 1
     except FastgemmError as e:
         print(f"fastgemm {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return 2
@@ -92,3 +98,28 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BrokenPipeError:  # `fastgemm info | head`: the reader left, nothing to report
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:
+        if e.errno not in _OUTPUT_ERRNOS:
+            raise
+        print(f"fastgemm {args.command}: error: could not write the output: {e.strerror}", file=sys.stderr)
+        return 1
+
+
+# stdout on a full disk (ENOSPC), closed (EBADF) or failing (EIO): what was printed is
+# lost, so the command fails with one line instead of a traceback or a silent 0.
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EBADF, errno.EIO)
+
+
+class _OutputLost(Exception):
+    pass
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is None:
+        raise _OutputLost("standard output is closed")
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as e:  # ValueError: flush of a closed file
+        raise _OutputLost(getattr(e, "strerror", None) or str(e)) from None

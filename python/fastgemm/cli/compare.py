@@ -31,8 +31,12 @@ def add_parser(sub) -> None:
 
 def _number(row: dict, name: str, where: str) -> float:
     v = row.get(name)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise UsageError(f"{where}: '{name}' is {v!r}, not a number")
+    try:
+        ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    except OverflowError:  # an int beyond any float
+        ok = False
+    if not ok:
+        raise UsageError(f"{where}: '{name}' is {str(v)[:40]}, not a number within float range")
     return float(v)
 
 
@@ -43,6 +47,8 @@ def load_results(path: str) -> Tuple[dict, Dict[Key, dict]]:
         doc = json.loads(text)
     except ValueError as e:
         raise UsageError(f"{path}: not JSON ({e})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply to be a `fastgemm bench --json` file") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise UsageError(f"{path}: not a `fastgemm bench --json` file (no 'results' list)")
     rows: Dict[Key, dict] = {}
@@ -50,6 +56,8 @@ def load_results(path: str) -> Tuple[dict, Dict[Key, dict]]:
         where = f"{path}: result {i}"
         if not isinstance(r, dict) or not all(k in r for k in _REQUIRED):
             raise UsageError(f"{where} lacks one of {', '.join(_REQUIRED)}")
+        if not isinstance(r.get("flags", []), list):
+            raise UsageError(f"{where} ({r['kernel']}): 'flags' is {type(r['flags']).__name__}, not a list")
         dims = [_number(r, d, where) for d in "MNK"]
         if any(d < 1 or d != int(d) for d in dims):
             raise UsageError(f"{where} ({r['kernel']}) has a shape that is not whole numbers >= 1: {dims}")
