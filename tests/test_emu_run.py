@@ -151,3 +151,37 @@ kernel void t8(device const float* a [[buffer(0)]], device float* out [[buffer(1
     emu.run(src, "t8", threadgroups=1, threads_per_threadgroup=32, buffers=[a, out],
             threadgroup_memory=[256], strict=True)
     assert np.array_equal(out.reshape(8, 8), a.reshape(8, 8).T)
+
+
+@pytest.mark.parametrize("var, value, expect", [
+    ("FASTGEMM_EMU_CACHE", "plain-file", "FASTGEMM_EMU_CACHE="),
+    ("CXX", "/nonexistent-folder/c++", "CXX="),
+    ("CXX", "g++ '-O2", "CXX="),
+    ("FASTGEMM_EMU_CXXFLAGS", "'-O2", "FASTGEMM_EMU_CXXFLAGS="),
+])
+def test_environment_that_cannot_build_shaders_is_named(var, value, expect, tmp_path, monkeypatch):
+    """A cache folder that is a file, a missing compiler or a command line that does not
+    split: EmuCompileError naming the variable, before any compiler runs."""
+    if value == "plain-file":
+        (tmp_path / "plain-file").write_text("x")
+        value = str(tmp_path / "plain-file")
+    monkeypatch.setenv(var, value)
+    src = tmp_path / "k.metal"
+    src.write_text("kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = 1; }\n")
+    with pytest.raises(emu.EmuCompileError, match=expect):
+        emu.compile(src)
+
+
+@pytest.mark.parametrize("change, error, expect", [
+    (dict(kernel="k\0x"), ValueError, "kernel"),
+    (dict(buffers=5), TypeError, "buffers"),
+    (dict(threadgroup_memory=[1 << 40]), ValueError, "threadgroup_memory"),
+])
+def test_run_refuses_arguments_naming_them(change, error, expect, tmp_path):
+    src = tmp_path / "k.metal"
+    src.write_text("kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = 1; }\n")
+    mod = emu.compile(src)
+    args = dict(kernel="k", threadgroups=1, threads_per_threadgroup=4, buffers=[np.zeros(4, np.float32)])
+    args.update(change)
+    with pytest.raises(error, match=expect):
+        mod.run(args.pop("kernel"), **args)

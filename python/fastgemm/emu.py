@@ -94,16 +94,35 @@ def _cache_dir() -> Path:
         base = Path.home() / "Library" / "Caches" / "fastgemm" / "emu"
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastgemm" / "emu"
-    base.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        where = f"FASTGEMM_EMU_CACHE={env!r}" if env else f"the emulator's cache folder {base}"
+        raise EmuCompileError(f"{where}: cannot create or use it ({e.strerror}); "
+                              f"point FASTGEMM_EMU_CACHE at a writable folder") from None
     return base
 
 
+def _split_env(var: str, default: str) -> List[str]:
+    """A command line from an environment variable, split as a shell would; a value that
+    does not split is refused with the variable's name."""
+    raw = os.environ.get(var, default)
+    try:
+        return shlex.split(raw)
+    except ValueError as e:
+        raise EmuCompileError(f"{var}={raw!r} does not split into words ({e})") from None
+
+
 def _compiler() -> List[str]:
-    return shlex.split(os.environ.get("CXX", "c++"))
+    cxx = _split_env("CXX", "c++")
+    if not cxx or shutil.which(cxx[0]) is None:
+        raise EmuCompileError(f"CXX={os.environ.get('CXX', 'c++')!r}: no such C++ compiler "
+                              f"(the emulator compiles shaders with it)")
+    return cxx
 
 
 def _extra_flags() -> List[str]:
-    return shlex.split(os.environ.get("FASTGEMM_EMU_CXXFLAGS", ""))
+    return _split_env("FASTGEMM_EMU_CXXFLAGS", "")
 
 
 def _hash_files(h, paths: Iterable[Path]):
@@ -243,6 +262,8 @@ class EmuModule:
             os_threads=0, stack_kb=None, time_limit=DEFAULT_TIME_LIMIT_S, textures=None):
         if not isinstance(kernel, str) or not kernel:
             raise TypeError("kernel must be a non-empty string (a function name or host_name)")
+        if "\0" in kernel or not kernel.isprintable():
+            raise ValueError(f"kernel {kernel!r} is not a function name (control characters)")
         groups = _size3(threadgroups, "threadgroups")
         tpg = _size3(threads_per_threadgroup, "threads_per_threadgroup")
         if order not in _ORDERS:
@@ -273,8 +294,9 @@ class EmuModule:
         tg = _index_list(threadgroup_memory or [], "threadgroup_memory")
         tg_lens = []
         for i, x in enumerate(tg):
-            if x is not None and (not isinstance(x, int) or isinstance(x, bool) or x < 0):
-                raise ValueError(f"threadgroup_memory[{i}] must be a byte count, got {x!r}")
+            if x is not None and (not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _MAX_TG_MEMORY):
+                raise ValueError(f"threadgroup_memory[{i}] must be a byte count in 0..{_MAX_TG_MEMORY} "
+                                 f"(Apple GPUs have 32 KiB), got {x!r}")
             tg_lens.append(int(x or 0))
         fcs = []
         if constants:
@@ -795,6 +817,11 @@ def _size3(v, what) -> Tuple[int, int, int]:
     return tuple(t) + (1,) * (3 - len(t))
 
 
+# Threadgroup memory one dispatch may ask for: Apple GPUs give a threadgroup 32 KiB; the
+# emulator allows far more for experiments, but not an allocation that exhausts the host.
+_MAX_TG_MEMORY = 1 << 30
+
+
 def _index_list(v, what) -> list:
     if isinstance(v, Mapping):
         if not v:
@@ -806,6 +833,8 @@ def _index_list(v, what) -> list:
         for k, x in v.items():
             out[k] = x
         return out
+    if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+        raise TypeError(f"{what} must be a list or a dict from index to value, got {type(v).__name__}")
     return list(v)
 
 
