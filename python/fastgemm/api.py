@@ -128,7 +128,7 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     out = _fastgemm.sgemm_call(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
     if (out is NotImplemented and type(A).__module__.split(".")[0] == "torch" and type(kernel) is str
             and kernel and "\0" not in kernel and type(backend) is str and backend in _DEVICE_BACKENDS
-            and type(precision) is str and precision in _DEVICE_PRECISIONS and _cuda_built()):
+            and type(precision) is str and precision in arguments.PRECISIONS and _cuda_built()):
         from . import cuda  # already imported once a CUDA tensor has come here
 
         out = cuda.sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, precision)
@@ -138,7 +138,6 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
 
 
 _DEVICE_BACKENDS = ("auto", "cuda")
-_DEVICE_PRECISIONS = ("fp32", "strict", "tf32")
 
 
 def _cuda_built() -> bool:

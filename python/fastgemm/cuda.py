@@ -18,7 +18,7 @@ from __future__ import annotations
 import glob
 import os
 
-from . import _fastgemm
+from . import _fastgemm, arguments
 from .errors import BackendUnavailableError, DTypeError, NotFoundError, ShapeError
 
 __all__ = ["sgemm", "configure_cublas", "is_device_array"]
@@ -126,16 +126,24 @@ class _View:
         self.device = obj.device.id if _is_cupy(obj) else -1
 
     def row_major(self, trans):
-        """(ld, trans) for a row-major reading of this view, flipping trans for column-major."""
-        rows, cols = self.shape
-        s0, s1 = self.strides
-        if rows == 0 or cols == 0:
-            return max(1, cols), trans, True
-        if (cols == 1 or s1 == 1) and (rows == 1 or s0 >= cols):
-            return (s0 if rows > 1 else max(1, cols)), trans, True
-        if (rows == 1 or s0 == 1) and (cols == 1 or s1 >= rows):
-            return (s1 if cols > 1 else max(1, rows)), not trans, False
-        return None, trans, None
+        """(ld, trans, rows) for a row-major reading of this view (see _row_major)."""
+        return _row_major(self.shape, self.strides, trans)
+
+
+def _row_major(shape, strides, trans):
+    """(ld, trans, rows) reading a 2-D array of these element strides as row-major:
+    rows is True when its rows are contiguous, False when its columns are (trans flipped:
+    a column-major matrix is the row-major transpose), and ld is None for any other
+    layout, which needs a copy."""
+    rows, cols = shape
+    s0, s1 = strides
+    if rows == 0 or cols == 0:
+        return max(1, cols), trans, True
+    if (cols == 1 or s1 == 1) and (rows == 1 or s0 >= cols):
+        return (s0 if rows > 1 else max(1, cols)), trans, True
+    if (rows == 1 or s0 == 1) and (cols == 1 or s1 >= rows):
+        return (s1 if cols > 1 else max(1, rows)), not trans, False
+    return None, trans, None
 
 
 def _contiguous(obj):
@@ -170,7 +178,7 @@ def _new_like(proto, M, N):
         return cupy.empty((M, N), dtype=cupy.float32)
 
 
-PRECISIONS = ("fp32", "strict", "tf32")
+PRECISIONS = arguments.PRECISIONS
 
 _FLOAT_MAX = 3.4028234663852886e38
 _torch_module = None
@@ -192,17 +200,12 @@ def _torch_stream(torch, device: int) -> int:
 
 
 def _torch_rows(x, trans):
-    """(ld, trans) reading a 2-D tensor as row-major, flipping trans for column-major;
-    None for any other layout or an empty tensor (the general path handles those)."""
-    rows, cols = x.shape
-    s0, s1 = x.stride()
-    if rows == 0 or cols == 0:
+    """(ld, trans) of a non-empty tensor readable in place (_row_major), else None (the
+    general path copies or handles it)."""
+    if x.numel() == 0:
         return None
-    if (cols == 1 or s1 == 1) and (rows == 1 or s0 >= cols):
-        return (s0 if rows > 1 else cols), trans
-    if (rows == 1 or s0 == 1) and (cols == 1 or s1 >= rows):
-        return (s1 if cols > 1 else rows), not trans
-    return None
+    ld, trans, _ = _row_major(x.shape, x.stride(), trans)
+    return None if ld is None else (ld, trans)
 
 
 def sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, precision):
