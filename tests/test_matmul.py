@@ -122,3 +122,99 @@ def test_out_must_fit(rng):
     ro.flags.writeable = False
     with pytest.raises(fastgemm.ShapeError, match="read-only"):
         fastgemm.matmul(a, b, out=ro)
+
+
+# --- GPU arrays: fastgemm.matmul on PyTorch CUDA tensors ------------------------------
+
+def _cuda_torch():
+    if not getattr(fastgemm._fastgemm, "built_with_cuda", False):
+        pytest.skip("fastgemm was built without the cuda backend (no nvcc)")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU for torch")
+    status = next(b for b in fastgemm.backends() if b.name == "cuda")
+    if not status.available:
+        pytest.skip(f"no usable CUDA GPU: {status.reason}")
+    return torch
+
+
+def on_gpu(torch, x, view):
+    """x's values on the GPU, stored the way as_float32 stored them (same view kind)."""
+    if view == "transposed" and x.ndim >= 2:
+        return torch.from_numpy(np.ascontiguousarray(np.swapaxes(x, -1, -2))).cuda().transpose(-1, -2)
+    if view == "strided" and x.ndim >= 1:
+        base = np.zeros(x.shape[:-1] + (2 * x.shape[-1] + 1,), np.float32)
+        base[..., 1::2] = x
+        return torch.from_numpy(base).cuda()[..., 1::2]
+    return torch.from_numpy(np.ascontiguousarray(x)).cuda()
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_gpu_tensors_match_np_matmul(data):
+    torch = _cuda_torch()
+    a_shape, b_shape, a_view, b_view, with_out, seed = data.draw(problems(40))
+    rng = np.random.default_rng(seed)
+    a, b = as_float32(rng, a_shape, a_view), as_float32(rng, b_shape, b_view)
+    ta, tb = on_gpu(torch, a, a_view), on_gpu(torch, b, b_view)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if with_out:
+        out = torch.full(expected.shape, float("nan"), device="cuda")
+        got = fastgemm.matmul(ta, tb, out=out)
+        assert got is out
+    else:
+        got = fastgemm.matmul(ta, tb)
+    assert isinstance(got, torch.Tensor) and got.is_cuda and got.dtype == torch.float32
+    got = got.cpu().numpy()
+    assert got.shape == expected.shape
+    if got.size:
+        as_rows = (lambda x: x.reshape(-1, x.shape[-1])) if got.ndim else (lambda x: x.reshape(1, 1))
+        ref = as_rows(expected).view(Reference)
+        ref.magnitude = as_rows(np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64))))
+        assert_matches(as_rows(got), ref, "fp32", a.shape[-1], f"{a_shape} @ {b_shape} (GPU)")
+
+
+# A stack whose every operand steps through its stack axes evenly (contiguous, or
+# broadcast as a whole) is one launch; b repeated along one axis of a's but not the
+# other is one launch per outer index.
+@pytest.mark.parametrize("a_shape,b_shape,launches", [
+    ((6, 33, 20), (6, 20, 17), [6]), ((6, 33, 20), (20, 17), [6]), ((5, 20), (4, 1, 20, 17), [4]),
+    ((2, 3, 33, 20), (1, 1, 20, 17), [6]), ((2, 3, 33, 20), (3, 20, 17), [3, 3])])
+def test_gpu_stack_is_one_batched_launch(monkeypatch, rng, a_shape, b_shape, launches):
+    torch = _cuda_torch()
+    calls = []
+    native = fastgemm._fastgemm.cuda_sgemm_batched
+
+    def counted(*args):
+        calls.append(args[13])  # the batch count
+        return native(*args)
+
+    monkeypatch.setattr(fastgemm._fastgemm, "cuda_sgemm_batched", counted)
+    a = rng.uniform(-1, 1, a_shape).astype(np.float32)
+    b = rng.uniform(-1, 1, b_shape).astype(np.float32)
+    got = fastgemm.matmul(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()).cpu().numpy()
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert calls == launches
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_gpu_out_overlapping_an_operand_is_written_after_the_products(rng):
+    torch = _cuda_torch()
+    a = torch.from_numpy(rng.uniform(-1, 1, (3, 16, 16)).astype(np.float32)).cuda()
+    b = torch.from_numpy(rng.uniform(-1, 1, (3, 16, 16)).astype(np.float32)).cuda()
+    expected = (a.double() @ b.double()).cpu().numpy()
+    got = fastgemm.matmul(a, b, out=a)
+    assert got is a
+    np.testing.assert_allclose(a.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_gpu_named_kernel_and_mixed_devices(rng):
+    torch = _cuda_torch()
+    a = rng.uniform(-1, 1, (2, 40, 24)).astype(np.float32)
+    b = rng.uniform(-1, 1, (24, 8)).astype(np.float32)
+    got = fastgemm.matmul(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda(), kernel="naive")
+    np.testing.assert_allclose(got.cpu().numpy(), a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="host array"):
+        fastgemm.matmul(torch.from_numpy(a).cuda(), b)
+    with pytest.raises(fastgemm.errors.ShapeError, match="last axis"):
+        fastgemm.matmul(torch.from_numpy(a).cuda(), torch.from_numpy(a).cuda())

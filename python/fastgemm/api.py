@@ -125,19 +125,40 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False,
     accepted; CUDA arrays (CuPy, PyTorch) go to the cuda backend without copies when it
     is built.
     """
-    out = _fastgemm.sgemm_call(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
-    if (out is NotImplemented and type(A).__module__.split(".")[0] == "torch" and type(kernel) is str
-            and kernel and "\0" not in kernel and type(backend) is str and backend in _DEVICE_BACKENDS
-            and type(precision) is str and precision in arguments.PRECISIONS and _cuda_built()):
-        from . import cuda  # already imported once a CUDA tensor has come here
-
-        out = cuda.sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, precision)
+    if type(A) is _torch_tensor:
+        # A torch tensor, once one has been seen: its CUDA fast path first.
+        out = _sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
+    else:
+        out = _fastgemm.sgemm_call(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
+        if out is NotImplemented and type(A).__module__.split(".")[0] == "torch" and _bind_torch_fast_path(A):
+            out = _sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
     if out is NotImplemented:
         out = _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision)
     return out
 
 
-_DEVICE_BACKENDS = ("auto", "cuda")
+class _NoType:
+    """Stands for torch.Tensor until a tensor has come to sgemm (nothing is of this type)."""
+
+
+# torch.Tensor and fastgemm.cuda.sgemm_torch once a tensor has come to sgemm on a build
+# with the cuda backend: the common call (float32 CUDA tensors) then costs one type
+# check before its fast path, and torch is never imported by fastgemm itself.
+_torch_tensor = _NoType
+_sgemm_torch = None
+
+
+def _bind_torch_fast_path(x) -> bool:
+    global _torch_tensor, _sgemm_torch
+    if not _cuda_built():
+        return False
+    import torch
+
+    from . import cuda
+
+    _sgemm_torch = cuda.sgemm_torch
+    _torch_tensor = torch.Tensor
+    return type(x) is torch.Tensor or isinstance(x, torch.Tensor)
 
 
 def _cuda_built() -> bool:

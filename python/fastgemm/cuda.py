@@ -73,16 +73,17 @@ def is_device_array(x) -> bool:
 
 
 class _View:
-    """(pointer, rows, cols, row stride, col stride) of a 2-D float32 device array, in elements."""
+    """(pointer, shape, strides in elements, device) of a float32 device array: a 2-D
+    matrix, or with stack=True an array of any rank (fastgemm.matmul's stacks)."""
 
-    def __init__(self, obj, name):
+    def __init__(self, obj, name, stack=False):
         self.obj = obj
         if _is_torch(obj):
             import torch
 
             if obj.dtype != torch.float32:
                 raise DTypeError(f"{name} has dtype {obj.dtype}; fastgemm computes in float32 only")
-            if obj.dim() != 2:
+            if obj.dim() != 2 and not stack:
                 raise ShapeError(f"{name} must be a 2-D matrix, got {obj.dim()}-D")
             self.ptr = obj.data_ptr()
             self.shape = tuple(obj.shape)
@@ -96,31 +97,34 @@ class _View:
             try:
                 import torch
 
-                self.__init__(torch.from_dlpack(obj), name)
+                self.__init__(torch.from_dlpack(obj), name, stack)
                 self.obj = obj
                 self.kind = "dlpack"
                 return
             except ImportError:
                 import cupy
 
-                self.__init__(cupy.from_dlpack(obj), name)
+                self.__init__(cupy.from_dlpack(obj), name, stack)
                 self.obj = obj
                 self.kind = "dlpack"
                 return
         if cai.get("typestr") not in ("<f4", "=f4", "f4"):
             raise DTypeError(f"{name} has typestr {cai.get('typestr')}; fastgemm computes in float32 only")
         shape = tuple(cai["shape"])
-        if len(shape) != 2:
+        if len(shape) != 2 and not stack:
             raise ShapeError(f"{name} must be a 2-D matrix, got {len(shape)}-D")
         st = cai.get("strides")
-        if st is None:
-            st = (shape[1] * 4, 4)
+        if st is None:  # C order
+            st, step = [], 4
+            for n in reversed(shape):
+                st.insert(0, step)
+                step *= max(n, 1)
         if any(s % 4 for s in st):
             raise ShapeError(f"{name} has strides {st} that are not whole float32 elements")
         self.ptr = int(cai["data"][0])
         self.readonly = bool(cai["data"][1])
         self.shape = shape
-        self.strides = (st[0] // 4, st[1] // 4)
+        self.strides = tuple(x // 4 for x in st)
         self.stream = cai.get("stream")
         self.kind = "cupy" if _is_cupy(obj) else "cai"
         self.device = obj.device.id if _is_cupy(obj) else -1
@@ -167,15 +171,16 @@ def _stream_of(view) -> int:
     return int(s) if s not in (None, 1, 2) else 0  # 1/2 = legacy/per-thread default in CAI v3
 
 
-def _new_like(proto, M, N):
+def _new_like(proto, *shape):
+    """A new C-order float32 array of `shape` on proto's device, of proto's framework."""
     if proto.kind in ("torch", "dlpack"):
         import torch
 
-        return torch.empty((M, N), dtype=torch.float32, device=f"cuda:{proto.device}")
+        return torch.empty(shape, dtype=torch.float32, device=f"cuda:{proto.device}")
     import cupy
 
     with cupy.cuda.Device(proto.device if proto.device >= 0 else cupy.cuda.runtime.getDevice()):
-        return cupy.empty((M, N), dtype=cupy.float32)
+        return cupy.empty(shape, dtype=cupy.float32)
 
 
 PRECISIONS = arguments.PRECISIONS
@@ -193,58 +198,70 @@ def _torch():
     return _torch_module
 
 
+_raw_stream = None
+
+
 def _torch_stream(torch, device: int) -> int:
     """The raw handle of torch's current stream on `device`, without building a Stream."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return int(raw(device)) if raw is not None else int(torch.cuda.current_stream(device).cuda_stream)
+    global _raw_stream
+    if _raw_stream is None:
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _raw_stream = raw if raw is not None else (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return int(_raw_stream(device))
 
 
-def _torch_rows(x, trans):
-    """(ld, trans) of a non-empty tensor readable in place (_row_major), else None (the
-    general path copies or handles it)."""
-    if x.numel() == 0:
-        return None
-    ld, trans, _ = _row_major(x.shape, x.stride(), trans)
-    return None if ld is None else (ld, trans)
+_DEVICE_BACKENDS = ("auto", "cuda")
 
 
-def sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, precision):
+def sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precision):
     """PyTorch CUDA tensors in the common case, in as few Python steps as the call allows.
 
     Same semantics as sgemm() below; returns NotImplemented for anything else (other
     dtypes, devices or layouts, empty results, argument errors), which sgemm() handles or
-    refuses with its messages. Per call this costs a few microseconds of Python, where
-    a small product on the GPU takes about ten.
+    refuses with its messages. Each tensor is asked for its dtype, shape, strides,
+    device and pointer once (every question to a tensor costs about a tenth of a
+    microsecond, and a small product on the GPU takes about ten in all).
     """
     torch = _torch()
     f32 = torch.float32
-    if (A.dtype is not f32 or B.dtype is not f32 or A.dim() != 2 or B.dim() != 2 or not A.is_cuda
-            or not B.is_cuda or type(trans_a) is not bool or type(trans_b) is not bool
+    if (type(A) is not type(B) or A.dtype is not f32 or B.dtype is not f32
+            or type(trans_a) is not bool or type(trans_b) is not bool
             or type(alpha) is not float or type(beta) is not float
-            or not (-_FLOAT_MAX <= alpha <= _FLOAT_MAX and -_FLOAT_MAX <= beta <= _FLOAT_MAX)):
+            or not (-_FLOAT_MAX <= alpha <= _FLOAT_MAX and -_FLOAT_MAX <= beta <= _FLOAT_MAX)
+            or type(kernel) is not str or not kernel or "\0" in kernel or type(backend) is not str
+            or backend not in _DEVICE_BACKENDS or type(precision) is not str or precision not in PRECISIONS):
+        return NotImplemented
+    a_shape, b_shape = A.shape, B.shape
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        return NotImplemented
+    if not A.is_cuda or not B.is_cuda:
         return NotImplemented
     device = A.get_device()
     if B.get_device() != device:
         return NotImplemented
-    a = _torch_rows(A, trans_a)
-    b = _torch_rows(B, trans_b)
-    if a is None or b is None:
+    M, K = (a_shape[1], a_shape[0]) if trans_a else a_shape
+    Kb, N = (b_shape[1], b_shape[0]) if trans_b else b_shape
+    if K != Kb or M == 0 or N == 0 or K == 0:
         return NotImplemented
-    M, K = (A.shape[1], A.shape[0]) if trans_a else A.shape
-    Kb, N = (B.shape[1], B.shape[0]) if trans_b else B.shape
-    if K != Kb:
+    lda, ta, _ = _row_major(a_shape, A.stride(), trans_a)
+    ldb, tb, _ = _row_major(b_shape, B.stride(), trans_b)
+    if lda is None or ldb is None:
         return NotImplemented
     if C is None:
         if beta != 0.0:
             return NotImplemented
-        C = torch.empty((M, N), dtype=f32, device=A.device)
-    elif (type(C) is not type(A) or C.dtype is not f32 or C.dim() != 2 or not C.is_cuda
-          or C.get_device() != device or tuple(C.shape) != (M, N) or C.stride()[1] != 1 or C.stride()[0] < N):
-        return NotImplemented
-    _fastgemm.cuda_sgemm(kernel, M, N, K, A.data_ptr(), a[0], B.data_ptr(), b[0], C.data_ptr(), C.stride()[0],
-                         a[1], b[1], alpha, beta, _torch_stream(torch, device), device, precision)
+        C = A.new_empty((M, N))
+        ldc = N
+    else:
+        if (type(C) is not type(A) or C.dtype is not f32 or not C.is_cuda or C.get_device() != device
+                or C.shape != (M, N)):
+            return NotImplemented
+        ldc, c_cols = C.stride()
+        if c_cols != 1 or ldc < N:
+            return NotImplemented
+    _fastgemm.cuda_sgemm(kernel, M, N, K, A.data_ptr(), lda, B.data_ptr(), ldb, C.data_ptr(), ldc, ta, tb,
+                         alpha, beta, _torch_stream(torch, device), device, precision)
     return C
-
 
 
 def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, kernel="auto", backend="auto",

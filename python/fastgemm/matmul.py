@@ -9,7 +9,9 @@ row vector and a 1-D second operand a column vector, each dimension removed from
 result again; operands of more than two dimensions are stacks of matrices in their
 last two axes, and the stack axes broadcast. Each matrix product is one
 fastgemm.sgemm call (kernel, backend and precision as there), so transposed and
-strided views cost no copies and kernel="auto" picks per shape.
+strided views cost no copies and kernel="auto" picks per shape. GPU arrays (PyTorch,
+CuPy) stay on the GPU, a stack of small products in one batched launch
+(fastgemm.cuda_matmul).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
     from .api import _device_array_hook, sgemm  # api imports this module's package
 
     if _device_array_hook(a, b, out) is not None:
-        raise TypeError("fastgemm.matmul takes host arrays; for GPU arrays use fastgemm.sgemm on each matrix")
+        from .cuda_matmul import matmul as device_matmul
+
+        return device_matmul(a, b, out, kernel=kernel, backend=backend, precision=precision)
     a = arguments.array(a, "a")
     b = arguments.array(b, "b")
     kernel = arguments.name(kernel, "kernel")

@@ -21,6 +21,10 @@ struct Timing {
     double device_s = 0.0;
     double host_s = 0.0;
     double prep_s = 0.0;  // part of device_s spent preparing operands (a transpose, packing)
+    // Host time to queue the work on an asynchronous device (0 where run() computes on
+    // the host): a loop of calls costs max(device_s, launch_s) each, so a kernel whose
+    // launch costs more than its arithmetic loses small problems however fast it runs.
+    double launch_s = 0.0;
 };
 
 class Launch {

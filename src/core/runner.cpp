@@ -127,6 +127,7 @@ double BenchResult::device_median() const { return sample_median(device_s); }
 double BenchResult::device_min() const { return min_of(device_s); }
 double BenchResult::host_median() const { return sample_median(host_s); }
 double BenchResult::host_min() const { return min_of(host_s); }
+double BenchResult::call_min() const { return std::max(device_min(), launch_s.empty() ? 0.0 : min_of(launch_s)); }
 double BenchResult::prep_median() const { return sample_median(prep_s); }
 double BenchResult::device_spread() const { return relative_spread(device_s); }
 double BenchResult::host_spread() const { return relative_spread(host_s); }
@@ -284,6 +285,7 @@ BenchResult Bench::run(const Kernel& kernel, const BenchOptions& opts) {
         r.device_s.push_back(t.device_s);
         r.host_s.push_back(t.host_s);
         r.prep_s.push_back(t.prep_s);
+        r.launch_s.push_back(t.launch_s);
         if (opts.max_seconds > 0 && elapsed() > opts.max_seconds && it + 1 < opts.iters) {
             r.truncated = true;
             break;

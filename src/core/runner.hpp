@@ -45,7 +45,7 @@ struct BenchOptions {
 struct BenchResult {
     std::string kernel, backend;
     Problem problem;
-    std::vector<double> device_s, host_s, prep_s;  // one entry per timed iteration
+    std::vector<double> device_s, host_s, prep_s, launch_s;  // one entry per timed iteration
     int threads = 1;  // get_num_threads() during the run
     Verification verification;
     bool verified = false;
@@ -53,6 +53,9 @@ struct BenchResult {
 
     double device_median() const;
     double device_min() const;
+    // Per-call cost in a loop of calls: the larger of the device time and the launch
+    // time (Timing::launch_s), each at its minimum.
+    double call_min() const;
     double host_median() const;
     double host_min() const;
     double prep_median() const;

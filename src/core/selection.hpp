@@ -17,8 +17,10 @@
 //     checked at sampled elements against a float64 reference of the same operands;
 //     the winner's result is what the call returns.
 //   - select_kernel, without operands (device arrays, Context::select): on a Bench of
-//     random operands of the same dimensions, by the kernels' own device times for one
-//     backend, or by whole calls for backend "auto"; verified by the Bench.
+//     random operands of the same dimensions, for one backend by what a loop of calls
+//     costs (the larger of the kernel's device time and its launch's host time, so a
+//     small GPU problem goes to the kernel that is cheapest to queue), or by whole calls
+//     for backend "auto"; verified by the Bench.
 // Candidates are timed in interleaved rounds, at least three and then until about 10 ms
 // of work in all, at most five (a call under 20 us is timed as a batch of about 20 us).
 // When the first candidate's run takes longer than 0.25 s, only it and the vendor
@@ -83,6 +85,10 @@ std::map<std::string, std::string> tuning_table();
 int load_tuning_table(const std::map<std::string, std::string>& table);
 // Forgets every choice (tests; a user who changed the machine under a process).
 void clear_tuning_table();
+
+// Changes whenever a choice is added or the table is cleared: a caller that keeps the
+// kernel it was given for a problem may reuse it while this stays the same.
+uint64_t tuning_generation();
 // Why candidates were refused during tuning in this process ("cpu/direct: ..."), most
 // recent last; at most 64 kept.
 std::vector<std::string> tuning_rejections();

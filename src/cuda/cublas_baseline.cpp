@@ -14,8 +14,10 @@
 // with the operands swapped and the same transpose flags.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -35,6 +37,9 @@ using SetMathModeFn = int (*)(cublasHandle, int);
 using SgemmFn = int (*)(cublasHandle, int, int, int, int, int, const float*, const float*, int, const float*, int,
                         const float*, float*, int);
 using GetVersionFn = int (*)(cublasHandle, int*);
+using SgemmStridedBatchedFn = int (*)(cublasHandle, int, int, int, int, int, const float*, const float*, int,
+                                      long long, const float*, int, long long, const float*, float*, int, long long,
+                                      int);
 
 constexpr int kOpN = 0, kOpT = 1;                      // cublasOperation_t
 constexpr int kDefaultMath = 0, kTf32TensorOpMath = 3;  // cublasMath_t
@@ -47,6 +52,7 @@ struct CublasLib {
     SetMathModeFn set_math_mode = nullptr;
     SgemmFn sgemm = nullptr;
     GetVersionFn get_version = nullptr;
+    SgemmStridedBatchedFn sgemm_strided_batched = nullptr;  // optional: batched matmul only
 };
 
 CublasLib& lib() {
@@ -72,6 +78,8 @@ CublasLib& lib() {
         l.set_math_mode = reinterpret_cast<SetMathModeFn>(dlsym(l.handle, "cublasSetMathMode"));
         l.sgemm = reinterpret_cast<SgemmFn>(dlsym(l.handle, "cublasSgemm_v2"));
         l.get_version = reinterpret_cast<GetVersionFn>(dlsym(l.handle, "cublasGetVersion_v2"));
+        l.sgemm_strided_batched =
+            reinterpret_cast<SgemmStridedBatchedFn>(dlsym(l.handle, "cublasSgemmStridedBatched"));
         if (!l.create || !l.set_stream || !l.set_math_mode || !l.sgemm) {
             l.error = "cuBLAS at " + l.path + " lacks cublasCreate_v2/cublasSgemm_v2/...";
             l.handle = nullptr;
@@ -81,41 +89,96 @@ CublasLib& lib() {
 }
 
 // One handle per device, created on first use and kept for the process (creating one
-// costs milliseconds and would otherwise land in the first timed call).
-cublasHandle handle_for_current_device() {
+// costs milliseconds and would otherwise land in the first timed call), with the stream
+// and math mode last set on it: setting them costs host time on every call, so they are
+// set only when they change. Host threads take turns on a handle (its stream and mode
+// are state, and a call must run with the ones it set).
+struct Handle {
+    cublasHandle h = nullptr;
+    cudaStream_t stream = nullptr;
+    bool stream_set = false;
+    int math_mode = -1;  // none set yet
+    std::mutex mu;
+};
+
+Handle& handle_for_current_device() {
     static std::mutex mu;
-    static std::map<int, cublasHandle> handles;
+    static auto* handles = new std::map<int, std::unique_ptr<Handle>>();  // kept until exit
     int dev = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
     std::lock_guard<std::mutex> lock(mu);
-    auto it = handles.find(dev);
-    if (it != handles.end()) return it->second;
+    std::unique_ptr<Handle>& slot = (*handles)[dev];
+    if (slot) return *slot;
     CublasLib& l = lib();
     if (!l.handle) throw BackendUnavailableError(l.error);
-    cublasHandle h = nullptr;
-    if (int st = l.create(&h)) throw KernelError("cublasCreate failed with status " + std::to_string(st));
-    handles[dev] = h;
-    return h;
+    auto made = std::make_unique<Handle>();
+    if (int st = l.create(&made->h)) throw KernelError("cublasCreate failed with status " + std::to_string(st));
+    slot = std::move(made);
+    return *slot;
 }
+
+void check_int32(const Problem& q) {
+    if (q.M > INT32_MAX || q.N > INT32_MAX || q.K > INT32_MAX || q.lda > INT32_MAX || q.ldb > INT32_MAX ||
+        q.ldc > INT32_MAX)
+        throw ConstraintError("cublas: dimensions above 2^31 need the 64-bit API, which this baseline does not use");
+}
+
+// The handle of the current device, locked, with `stream` and `math_mode` set on it.
+class ConfiguredHandle {
+public:
+    ConfiguredHandle(cudaStream_t stream, int math_mode) : h_(handle_for_current_device()), lock_(h_.mu) {
+        CublasLib& l = lib();
+        if (!h_.stream_set || h_.stream != stream) {
+            h_.stream_set = false;
+            if (int st = l.set_stream(h_.h, stream)) throw KernelError("cublasSetStream failed: " + std::to_string(st));
+            h_.stream = stream, h_.stream_set = true;
+        }
+        if (h_.math_mode != math_mode) {
+            if (int st = l.set_math_mode(h_.h, math_mode))
+                throw KernelError("cublasSetMathMode failed: " + std::to_string(st));
+            h_.math_mode = math_mode;
+        }
+    }
+    cublasHandle get() const { return h_.h; }
+
+private:
+    Handle& h_;
+    std::lock_guard<std::mutex> lock_;
+};
+
+// cuBLAS wants lda >= rows of the column-major view even when that dimension is 0.
+int ld_of(int64_t v) { return int(v < 1 ? 1 : v); }
 
 void run_sgemm(const DeviceOperands& p, cudaStream_t stream, int math_mode) {
     const Problem& q = p.problem;
     if (q.M == 0 || q.N == 0) return;
-    if (q.M > INT32_MAX || q.N > INT32_MAX || q.K > INT32_MAX || q.lda > INT32_MAX || q.ldb > INT32_MAX ||
-        q.ldc > INT32_MAX)
-        throw ConstraintError("cublas: dimensions above 2^31 need the 64-bit API, which this baseline does not use");
-    CublasLib& l = lib();
-    cublasHandle h = handle_for_current_device();
-    if (int st = l.set_stream(h, stream)) throw KernelError("cublasSetStream failed: " + std::to_string(st));
-    if (int st = l.set_math_mode(h, math_mode)) throw KernelError("cublasSetMathMode failed: " + std::to_string(st));
-    // cuBLAS wants lda >= rows of the column-major view even when that dimension is 0.
-    auto ld = [](int64_t v) { return int(v < 1 ? 1 : v); };
-    const int st = l.sgemm(h, q.trans_b ? kOpT : kOpN, q.trans_a ? kOpT : kOpN, int(q.N), int(q.M), int(q.K),
-                           &q.alpha, p.B, ld(q.ldb), p.A, ld(q.lda), &q.beta, p.C, ld(q.ldc));
+    check_int32(q);
+    ConfiguredHandle h(stream, math_mode);
+    const int st = lib().sgemm(h.get(), q.trans_b ? kOpT : kOpN, q.trans_a ? kOpT : kOpN, int(q.N), int(q.M),
+                               int(q.K), &q.alpha, p.B, ld_of(q.ldb), p.A, ld_of(q.lda), &q.beta, p.C, ld_of(q.ldc));
     if (st) throw KernelError("cublasSgemm failed with status " + std::to_string(st));
 }
 
 }  // namespace
+
+void launch_cublas_strided_batched(const DeviceOperands& p, int64_t count, int64_t stride_a, int64_t stride_b,
+                                   int64_t stride_c, cudaStream_t stream) {
+    const Problem& q = p.problem;
+    if (q.M == 0 || q.N == 0 || count == 0) return;
+    check_int32(q);
+    if (!lib().sgemm_strided_batched)
+        throw BackendUnavailableError("cuBLAS at " + lib().path + " lacks cublasSgemmStridedBatched");
+    ConfiguredHandle h(stream, kDefaultMath);
+    // batchCount is an int: a longer batch goes in pieces of at most 2^31 - 1 products.
+    for (int64_t first = 0; first < count; first += INT32_MAX) {
+        const int n = int(std::min<int64_t>(INT32_MAX, count - first));
+        const int st = lib().sgemm_strided_batched(
+            h.get(), q.trans_b ? kOpT : kOpN, q.trans_a ? kOpT : kOpN, int(q.N), int(q.M), int(q.K), &q.alpha,
+            p.B + first * stride_b, ld_of(q.ldb), stride_b, p.A + first * stride_a, ld_of(q.lda), stride_a, &q.beta,
+            p.C + first * stride_c, ld_of(q.ldc), stride_c, n);
+        if (st) throw KernelError("cublasSgemmStridedBatched failed with status " + std::to_string(st));
+    }
+}
 
 std::string cublas_status(bool* available) {
     CublasLib& l = lib();

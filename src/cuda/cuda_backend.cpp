@@ -140,6 +140,7 @@ public:
         FASTGEMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
         entry_.launch(args_, stream_, ws_);
         FASTGEMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+        const auto queued = std::chrono::steady_clock::now();
         FASTGEMM_CUDA_CHECK(cudaEventSynchronize(stop_));
         const auto h1 = std::chrono::steady_clock::now();
         float ms = 0.0f;
@@ -147,6 +148,7 @@ public:
         Timing t;
         t.device_s = double(ms) * 1e-3;
         t.host_s = std::chrono::duration<double>(h1 - h0).count();
+        t.launch_s = std::chrono::duration<double>(queued - h0).count();
         return t;
     }
     void finish() override {

@@ -29,5 +29,18 @@ struct DeviceCall {
 // BackendUnavailableError / KernelError like the host path.
 std::string run_device_gemm(const DeviceOperands& operands, const DeviceCall& call);
 
+// A stack of `count` problems of one shape: product i reads A + i * a and B + i * b and
+// writes C + i * c (strides in elements; 0 for A or B repeats one matrix, as a
+// broadcast does). C's matrices must not overlap one another.
+struct BatchStrides {
+    int64_t count = 1, a = 0, b = 0, c = 0;
+};
+
+// The whole stack in one launch, queued on call.stream: cuBLAS's strided-batched SGEMM
+// (FP32 arithmetic, so every accuracy allows it), the one batched kernel the backend
+// has; call.kernel must be "auto" or "cublas" (fastgemm.matmul runs a named kernel
+// matrix by matrix). Returns the name of what ran.
+std::string run_device_gemm_batched(const DeviceOperands& first, const BatchStrides& batch, const DeviceCall& call);
+
 }  // namespace cuda
 }  // namespace fastgemm

@@ -43,6 +43,8 @@ void launch_async_tma_128x256(const DeviceOperands&, cudaStream_t, Workspace&); 
 void launch_async_tma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_async_tma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_async_tma_128x256_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_tma_64x256_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_tma_256x64_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_tf32_mma_sync_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/11_tf32_mma_sync.cu
 void launch_tf32_wgmma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/12_tf32_wgmma.cu
 void launch_tf32_wgmma_256x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
@@ -53,6 +55,10 @@ void launch_skinny_n64(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_ozaki_int8_128x256(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/15_ozaki_int8.cu
 void launch_cublas(const DeviceOperands&, cudaStream_t, Workspace&);  // cublas_baseline.cpp
 void launch_cublas_tf32(const DeviceOperands&, cudaStream_t, Workspace&);
+// `count` products of p's shape, operand i at A + i * stride_a (likewise B, C; in
+// elements, 0 repeats one matrix), in one cublasSgemmStridedBatched call: FP32, TF32 off.
+void launch_cublas_strided_batched(const DeviceOperands& p, int64_t count, int64_t stride_a, int64_t stride_b,
+                                   int64_t stride_c, cudaStream_t stream);
 
 struct LadderEntry {
     std::string name;

@@ -15,6 +15,7 @@ Workspace::~Workspace() {
 
 void* Workspace::get(int slot, size_t bytes) {
     if (slot < 0 || slot >= kSlots) throw KernelError("Workspace::get: slot " + std::to_string(slot) + " out of range");
+    ++uses_;
     if (bytes == 0) bytes = 256;
     if (size_[slot] < bytes) {
         if (ptr_[slot]) {

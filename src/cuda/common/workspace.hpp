@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fastgemm {
 namespace cuda {
@@ -21,8 +22,12 @@ public:
     // At least `bytes` of device memory for `slot` (0 .. kSlots - 1), 256-byte aligned.
     // Growing a slot waits for the device first: queued work may still read the old buffer.
     void* get(int slot, size_t bytes);
+    // How many times get() has been called: a launch that leaves it unchanged touched no
+    // scratch memory, so nothing later has to be ordered after it.
+    uint64_t uses() const { return uses_; }
 
 private:
+    uint64_t uses_ = 0;
     void* ptr_[kSlots] = {};
     size_t size_[kSlots] = {};
 };

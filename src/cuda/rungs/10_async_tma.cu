@@ -27,6 +27,7 @@
 #include "cuda/ladder.hpp"
 #include "cuda/common/operand_prep.cuh"
 #include "cuda/common/raster.cuh"
+#include "cuda/common/residency.hpp"
 #include "cuda/common/split_k.cuh"
 #include "cuda/common/stream_k.cuh"
 #include "cuda/common/tma_map.hpp"
@@ -58,6 +59,23 @@ struct AsyncTma128x256 {
 // The same kernel on few-tile problems: every tile's k range in S splits, summed by
 // reduce_split_k (no graded tail).
 struct AsyncTma128x256SplitK : AsyncTma128x256 {
+    static constexpr bool SPLIT_K = true;
+};
+// Thin tiles for problems with one short side (a small batch through a Linear layer,
+// a tall matrix times a few columns): a 128-row tile at M = 64 would do twice the work
+// it keeps. Eight warps along the long side, k split as above.
+struct AsyncTma64x256SplitK {
+    static constexpr int BM = 64, BN = 256, WARPS_M = 1, WARPS_N = 8, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
+    static constexpr TmaTail TAIL = TmaTail::graded;
+    static constexpr int TAIL_PERCENT = 0;
+    static constexpr bool LOCKSTEP = true;
+    static constexpr bool SPLIT_K = true;
+};
+struct AsyncTma256x64SplitK {
+    static constexpr int BM = 256, BN = 64, WARPS_M = 8, WARPS_N = 1, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
+    static constexpr TmaTail TAIL = TmaTail::graded;
+    static constexpr int TAIL_PERCENT = 0;
+    static constexpr bool LOCKSTEP = true;
     static constexpr bool SPLIT_K = true;
 };
 struct AsyncTma256x128 {
@@ -416,13 +434,8 @@ void launch_async_tma(const DeviceOperands& p, cudaStream_t stream, Workspace& w
     const CUtensorMap map_at = make_tma_map_2d(at, q.K, q.M, lda, Cfg::BK, Cfg::BM, TmaLayout::dense);
     const CUtensorMap map_b = make_tma_map_2d(b, q.K, q.N, ldb, Cfg::BK, Cfg::BN, TmaLayout::dense);
     auto kernel = async_tma_kernel<Cfg>;
-    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
     const int64_t tiles = ceil_div(q.M, Cfg::BM) * ceil_div(q.N, Cfg::BN), KT = ceil_div(q.K, Cfg::BK);
-    int dev = 0, sms = 0, per_sm = 0;
-    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
-    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    FASTGEMM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads, Cfg::SMEM_BYTES));
-    const int64_t round = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+    const int64_t round = resident_blocks(kernel, Cfg::kThreads, Cfg::SMEM_BYTES);
     if constexpr (Cfg::SPLIT_K) {
         // Units (tile, split) in the graded kernel's segment form: n1 = tiles split S
         // ways, nothing whole; each unit parks its partial tile in slab `seg`.
@@ -477,6 +490,12 @@ void launch_async_tma_128x128(const DeviceOperands& p, cudaStream_t s, Workspace
 }
 void launch_async_tma_128x256_splitk(const DeviceOperands& p, cudaStream_t s, Workspace& ws) {
     launch_async_tma<AsyncTma128x256SplitK>(p, s, ws, "async_tma_128x256_splitk");
+}
+void launch_async_tma_64x256_splitk(const DeviceOperands& p, cudaStream_t s, Workspace& ws) {
+    launch_async_tma<AsyncTma64x256SplitK>(p, s, ws, "async_tma_64x256_splitk");
+}
+void launch_async_tma_256x64_splitk(const DeviceOperands& p, cudaStream_t s, Workspace& ws) {
+    launch_async_tma<AsyncTma256x64SplitK>(p, s, ws, "async_tma_256x64_splitk");
 }
 
 }  // namespace cuda
