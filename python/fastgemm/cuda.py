@@ -264,6 +264,23 @@ def sgemm_torch(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, precisi
     return C
 
 
+def check_request(precision, backend, operands) -> None:
+    """What every device call refuses before it looks at its arrays: an unknown precision,
+    a backend other than cuda, a build without it, and host arrays among the (name,
+    operand) pairs given (None stands for an operand left out)."""
+    if precision not in PRECISIONS:  # the core's message (fastgemm::parse_accuracy)
+        raise NotFoundError(f"unknown precision '{precision}'; accepted: fp32 (FP32-accurate, the default), "
+                            f"strict (every product and sum in FP32), tf32 (relaxed inputs allowed)")
+    if backend not in ("auto", "cuda"):
+        raise ValueError(f"device arrays run on the cuda backend, not '{backend}'")
+    if not getattr(_fastgemm, "built_with_cuda", False):
+        raise BackendUnavailableError("fastgemm was built without the cuda backend (no nvcc at build time)")
+    for name, x in operands:
+        if x is not None and not is_device_array(x):
+            raise TypeError(f"{name} is a host array while another operand is on the GPU: "
+                            f"pass all operands on the same device (or all as numpy arrays)")
+
+
 def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, kernel="auto", backend="auto",
           precision="fp32"):
     """C = alpha * op(A) @ op(B) + beta * C on device arrays (see the module docstring).
@@ -273,17 +290,7 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, ke
     sum in FP32 (class fp32), "tf32" relaxed inputs on the tensor cores allowed (any
     class). A named kernel runs as named.
     """
-    if precision not in PRECISIONS:  # the core's message (fastgemm::parse_accuracy)
-        raise NotFoundError(f"unknown precision '{precision}'; accepted: fp32 (FP32-accurate, the default), "
-                            f"strict (every product and sum in FP32), tf32 (relaxed inputs allowed)")
-    if backend not in ("auto", "cuda"):
-        raise ValueError(f"device arrays run on the cuda backend, not '{backend}'")
-    if not getattr(_fastgemm, "built_with_cuda", False):
-        raise BackendUnavailableError("fastgemm was built without the cuda backend (no nvcc at build time)")
-    for name, x in (("A", A), ("B", B), ("C", C)):
-        if x is not None and not is_device_array(x):
-            raise TypeError(f"{name} is a host array while another operand is on the GPU: "
-                            f"pass all operands on the same device (or all as numpy arrays)")
+    check_request(precision, backend, (("A", A), ("B", B), ("C", C)))
     trans_a, trans_b = bool(trans_a), bool(trans_b)
     a, b = _View(A, "A"), _View(B, "B")
     if a.device >= 0 and b.device >= 0 and a.device != b.device:

@@ -22,8 +22,8 @@ import math
 import numpy as np
 
 from . import _fastgemm
-from .cuda import _View, _new_like, _row_major, _stream_of, _contiguous, is_device_array, PRECISIONS
-from .errors import BackendUnavailableError, NotFoundError, ShapeError
+from .cuda import _View, _contiguous, _new_like, _row_major, _stream_of, check_request
+from .errors import ShapeError
 
 __all__ = ["matmul"]
 
@@ -34,16 +34,7 @@ _FILLS_GPU_FLOPS = 1e10
 
 def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
     """a @ b with np.matmul's semantics for float32 GPU arrays (see the module docstring)."""
-    if precision not in PRECISIONS:
-        raise NotFoundError(f"unknown precision '{precision}'; accepted: {', '.join(PRECISIONS)}")
-    if backend not in ("auto", "cuda"):
-        raise ValueError(f"device arrays run on the cuda backend, not '{backend}'")
-    if not getattr(_fastgemm, "built_with_cuda", False):
-        raise BackendUnavailableError("fastgemm was built without the cuda backend (no nvcc at build time)")
-    for name, x in (("a", a), ("b", b), ("out", out)):
-        if x is not None and not is_device_array(x):
-            raise TypeError(f"{name} is a host array while another operand is on the GPU: "
-                            f"pass all operands on the same device (or all as numpy arrays)")
+    check_request(precision, backend, (("a", a), ("b", b), ("out", out)))
     va, vb = _View(a, "a", stack=True), _View(b, "b", stack=True)
     if not va.shape or not vb.shape:
         which = "a" if not va.shape else "b"
