@@ -7,6 +7,7 @@
 #define CPU_RELAX() std::this_thread::yield()
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -19,7 +20,10 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #endif
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
@@ -27,6 +31,38 @@
 #endif
 
 namespace fastgemm {
+
+namespace {
+
+// A worker's stack: the kernels' frames are small, and the default 8 MiB per thread would
+// let a large set_num_threads() exhaust a limited address space.
+constexpr size_t kWorkerStackBytes = size_t(1) << 20;
+
+// Whether the process may map another worker's stack and still leave room for what its
+// threads allocate (packing workspaces, glibc's per-thread data: glibc aborts the
+// process when it cannot allocate a thread's thread-local data, so running out must not
+// happen). Under an address-space limit (ulimit -v) a quarter of it, at least 128 MiB,
+// stays free; without a limit, always.
+bool room_for_another_worker() {
+#if defined(__linux__)
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return true;
+    const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    char buf[64] = {};
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return true;
+    const double mapped = std::strtod(buf, nullptr) * double(sysconf(_SC_PAGESIZE));  // first field: VmSize
+    const double limit = double(lim.rlim_cur);
+    const double reserve = std::max(limit / 4, double(size_t(128) << 20));
+    return mapped + double(kWorkerStackBytes) + reserve <= limit;
+#else
+    return true;
+#endif
+}
+
+}  // namespace
 
 int available_cores() {
 #if defined(__linux__)
@@ -129,7 +165,7 @@ private:
     // threads (ulimit, memory) leaves the pool with the ones it has: the job runs on
     // fewer threads, with the same partition and results.
     int ensure_workers(int n) {
-        while (workers_ < n && start_worker(workers_)) ++workers_;
+        while (workers_ < n && room_for_another_worker() && start_worker(workers_)) ++workers_;
         return workers_;
     }
 
@@ -144,7 +180,7 @@ private:
         };
         pthread_attr_t attr;
         if (pthread_attr_init(&attr) != 0) return false;
-        pthread_attr_setstacksize(&attr, size_t(1) << 20);
+        pthread_attr_setstacksize(&attr, kWorkerStackBytes);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         auto* start = new Start{this, id};
         pthread_t thread;

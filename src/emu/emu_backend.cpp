@@ -2,8 +2,12 @@
 // C++ against the shims, run on the CPU by the emulator. Same kernel names, constraints and
 // launch geometry as the metal backend. Its times are CPU times of an emulator: never
 // performance numbers (bench_flops_cap keeps benchmarks small).
+#include <dlfcn.h>
+
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "core/backend.hpp"
@@ -18,6 +22,41 @@ namespace {
 
 namespace ml = metal_ladder;
 
+// The project's shaders are a library of their own (FASTGEMM_EMU_SHADERS_FILE), loaded
+// at the first use of this backend. Their threadgroup variables are thread_local (one
+// copy per OS thread, which runs one threadgroup at a time), and a library's TLS block is
+// allocated whole in every thread that touches any of its thread-locals: in libfastgemm
+// that would be about 170 KB in each CPU pool worker and each caller's thread, and an
+// abort in glibc where memory runs out. Looked for beside libfastgemm (installed), then
+// where the build put it. Returns "" or why it could not be loaded.
+const std::string& load_builtin_shaders() {
+    static std::string error;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::string beside;
+        Dl_info info;
+        if (dladdr(reinterpret_cast<void*>(&load_builtin_shaders), &info) && info.dli_fname) {
+            beside = info.dli_fname;
+            const size_t slash = beside.rfind('/');
+            beside = (slash == std::string::npos ? std::string(".") : beside.substr(0, slash)) + "/";
+        }
+        for (const std::string& path : {beside + FASTGEMM_EMU_SHADERS_FILE, std::string(FASTGEMM_EMU_SHADERS_BUILD_PATH)}) {
+            if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+                error.clear();
+                return;
+            }
+            const char* why = dlerror();
+            error += (error.empty() ? "" : "; ") + std::string(why ? why : path + ": not loadable");
+        }
+    });
+    return error;
+}
+
+const std::vector<fgemu::KernelEntry>& builtin_kernels() {
+    load_builtin_shaders();
+    return fgemu::kernels();
+}
+
 class EmuBackend : public Backend {
 public:
     std::string name() const override { return "metal-emu"; }
@@ -30,7 +69,7 @@ public:
                    " OS threads)";
         s.properties = {
             {"purpose", "correctness and debugging only: emulator times are not GPU times"},
-            {"shaders", std::to_string(fgemu::kernels().size()) + " kernel functions compiled"},
+            {"shaders", std::to_string(builtin_kernels().size()) + " kernel functions compiled"},
             {"simd_width", std::to_string(fgemu::kSimdWidth)},
             {"barrier_checks", "strict (barrier divergence is an error)"},
         };
@@ -98,10 +137,12 @@ protected:
         if (!ml::fits_32bit(p))
             throw ShapeError("metal-emu: " + p.describe() +
                              " does not fit the shaders' 32-bit index arithmetic");
+        const std::string& unloaded = load_builtin_shaders();
         const fgemu::KernelEntry* e = fgemu::find_kernel(k_.function);
         if (!e)
-            throw KernelError("metal-emu: shader function " + k_.function + " (" + k_.shader +
-                              ") was not compiled into this build");
+            throw KernelError("metal-emu: shader function " + k_.function + " (" + k_.shader + ") " +
+                              (unloaded.empty() ? "was not compiled into this build"
+                                                : "is in the shader library, which did not load: " + unloaded));
         return std::make_unique<EmuLaunch>(k_, *e, p, A, B, C);
     }
 
