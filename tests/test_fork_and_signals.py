@@ -154,7 +154,10 @@ except KeyboardInterrupt:
 # Problems of seconds per call on 2 cores: each needs its own stopping points.
 LATENCY_CASES = [("packed", 8192, 8192, 4096, False), ("packed_blocked", 8192, 4096, 4096, False),
                  ("direct", 8192, 8192, 4096, False), ("direct_dot", 4096, 8192, 8192, True),
-                 ("openblas", 8192, 8192, 4096, False), ("auto", 8192, 8192, 4096, False)]
+                 ("openblas", 8192, 8192, 4096, False), ("auto", 8192, 8192, 4096, False),
+                 # Ladder steps without cache blocking: one block is the whole problem.
+                 ("packed_scalar", 4096, 4096, 8192, False), ("packed_regblock", 4096, 4096, 8192, False),
+                 ("packed_simd", 4096, 4096, 8192, False)]
 
 
 @posix
