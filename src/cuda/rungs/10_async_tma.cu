@@ -71,12 +71,8 @@ struct AsyncTma64x256SplitK {
     static constexpr bool LOCKSTEP = true;
     static constexpr bool SPLIT_K = true;
 };
-struct AsyncTma256x64SplitK {
-    static constexpr int BM = 256, BN = 64, WARPS_M = 8, WARPS_N = 1, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
-    static constexpr TmaTail TAIL = TmaTail::graded;
-    static constexpr int TAIL_PERCENT = 0;
-    static constexpr bool LOCKSTEP = true;
-    static constexpr bool SPLIT_K = true;
+struct AsyncTma256x64SplitK : AsyncTma64x256SplitK {
+    static constexpr int BM = 256, BN = 64, WARPS_M = 8, WARPS_N = 1;
 };
 struct AsyncTma256x128 {
     static constexpr int BM = 256, BN = 128, WARPS_M = 4, WARPS_N = 2, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
