@@ -194,3 +194,11 @@ def test_empty_checks_its_shape(shape):
 def test_benchmark_bench_must_be_a_bench():
     with pytest.raises(TypeError, match="bench"):
         fastgemm.benchmark("ikj", 8, bench="junk")
+
+
+def test_a_broadcast_view_too_big_to_copy_is_refused_naming_it():
+    # A zero-stride view of 2 x 2^40 elements has no layout a kernel reads in place, and
+    # its copy (8 TiB) fits no machine: refused before numpy is asked for the memory.
+    big = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=(2, 2**40), strides=(0, 0))
+    with pytest.raises(MemoryError, match=r"^A \(shape \(2, 1099511627776\)"):
+        fastgemm.sgemm(big, big.T)

@@ -147,6 +147,7 @@ def test_bench_without_matplotlib_fails_before_running(monkeypatch, capsys, no_w
 
 @pytest.mark.parametrize("argv, expect", [
     (["sweep", "--backend", "cpu", "--family", "no_such_family"], "no kernels"),
+    (["sweep", "--backend", "cpu", "--family", "", "--size", "32"], "--family must name"),
     (["sweep", "--backend", "cpu"], "--family"),
     (["sweep", "--backend", "cpu", "--family", "tiled_ikj", "--json", MISSING + "/s.json"], "does not exist"),
     (["sweep", "--backend", "cpu", "--family", "tiled_ikj", "--iters", "-3"], "iters"),

@@ -53,7 +53,7 @@ def _unit_inner(x: np.ndarray) -> bool:
     return inner_ok and outer_ok
 
 
-def _row_major_view(x: np.ndarray, trans: bool):
+def _row_major_view(x: np.ndarray, trans: bool, name: str):
     """(view, trans) with the same meaning, where view has unit inner stride.
 
     A Fortran-ordered (column-major) matrix is the row-major transpose of itself, so it
@@ -64,11 +64,19 @@ def _row_major_view(x: np.ndarray, trans: bool):
         return x, trans
     if _unit_inner(x.T):
         return x.T, not trans
-    return _aligned_copy(x), trans
+    return _aligned_copy(x, name), trans
 
 
-def _aligned_copy(x: np.ndarray) -> np.ndarray:
-    # np.ascontiguousarray returns an unaligned contiguous array unchanged; this copies.
+def _aligned_copy(x: np.ndarray, name: str) -> np.ndarray:
+    """A C-order copy (np.ascontiguousarray would return an unaligned contiguous array
+    unchanged). A view whose copy cannot fit (a broadcast of 2^62 elements, say) is
+    refused naming the operand, before numpy is asked for the memory."""
+    need = x.size * _ITEM
+    available = _fastgemm.available_memory_bytes()
+    if available and need > available:
+        raise MemoryError(f"{name} (shape {x.shape}, strides {x.strides}) cannot be read in place and its "
+                          f"copy needs {need / 2**30:.2f} GiB, but only {available / 2**30:.2f} GiB of memory "
+                          f"is available")
     return np.array(x, dtype=np.float32, order="C", copy=True)
 
 
@@ -223,8 +231,8 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
     if _overlaps(B, C):
         B = B.copy()
 
-    a, ta = _row_major_view(A, trans_a)
-    b, tb = _row_major_view(B, trans_b)
+    a, ta = _row_major_view(A, trans_a, "A")
+    b, tb = _row_major_view(B, trans_b, "B")
     c_layout = "rows" if _unit_inner(C) else "columns" if _unit_inner(C.T) else "copy"
     info = _constrained_kernel(kernel, backend)
     if info is not None:
@@ -236,8 +244,8 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
         if (info.accepts(M, N, K, trans_a, trans_b, alpha, beta)
                 and not info.accepts(m2, n2, K, ta2, tb2, alpha, beta)) or \
                 not info.accepts(M, N, K, trans_a, trans_b, alpha, beta):
-            a, ta = (A, trans_a) if _unit_inner(A) else (_aligned_copy(A), trans_a)
-            b, tb = (B, trans_b) if _unit_inner(B) else (_aligned_copy(B), trans_b)
+            a, ta = (A, trans_a) if _unit_inner(A) else (_aligned_copy(A, "A"), trans_a)
+            b, tb = (B, trans_b) if _unit_inner(B) else (_aligned_copy(B, "B"), trans_b)
             if c_layout == "columns":
                 c_layout = "copy"
     if c_layout == "rows":
@@ -246,7 +254,7 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
         # Column-major C: C.T = op(B).T @ op(A).T is a row-major problem.
         _fastgemm.gemm(backend, kernel, b, a, C.T, not tb, not ta, alpha, beta, precision)
     else:
-        tmp = _aligned_copy(C)
+        tmp = _aligned_copy(C, "C")
         _fastgemm.gemm(backend, kernel, a, b, tmp, ta, tb, alpha, beta, precision)
         C[...] = tmp
     return out

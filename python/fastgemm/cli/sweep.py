@@ -37,6 +37,10 @@ def _families(backend: str):
 def run(args) -> int:
     apply_threads(args.threads)
     backend = resolve_backend(args.backend)
+    if not args.family.strip():
+        known = _families(backend)
+        raise UsageError("--family must name a kernel name prefix"
+                         + (f"; families here: {', '.join(known)}" if known else ""))
     family = [k for k in _fastgemm.kernels(backend) if k.name.startswith(args.family) and not k.baseline]
     if not family:
         known = _families(backend)
