@@ -166,7 +166,7 @@ def _bind_torch_fast_path(x) -> bool:
 
     _sgemm_torch = cuda.sgemm_torch
     _torch_tensor = torch.Tensor
-    return type(x) is torch.Tensor or isinstance(x, torch.Tensor)
+    return isinstance(x, torch.Tensor)
 
 
 def _cuda_built() -> bool:

@@ -24,6 +24,7 @@ import numpy as np
 from . import _fastgemm
 from .cuda import _View, _contiguous, _new_like, _row_major, _stream_of, check_request
 from .errors import ShapeError
+from .matmul_shapes import product_shapes
 
 __all__ = ["matmul"]
 
@@ -36,39 +37,25 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
     """a @ b with np.matmul's semantics for float32 GPU arrays (see the module docstring)."""
     check_request(precision, backend, (("a", a), ("b", b), ("out", out)))
     va, vb = _View(a, "a", stack=True), _View(b, "b", stack=True)
-    if not va.shape or not vb.shape:
-        which = "a" if not va.shape else "b"
-        raise ShapeError(f"matmul: {which} is a scalar (0-D); use multiplication for scalars")
+    batch, M, N, K, shape = product_shapes(va.shape, vb.shape)
     if va.device >= 0 and vb.device >= 0 and va.device != vb.device:
         raise ValueError(f"a is on cuda:{va.device} and b on cuda:{vb.device}; put them on one device")
     a_vec, b_vec = len(va.shape) == 1, len(vb.shape) == 1
     a_shape, a_str = _with_matrix_axes(va, a_vec, False)
     b_shape, b_str = _with_matrix_axes(vb, False, b_vec)
-    M, K = a_shape[-2:]
-    Kb, N = b_shape[-2:]
-    if K != Kb:
-        raise ShapeError(f"matmul: a has shape {va.shape} and b has shape {vb.shape}: "
-                         f"the last axis of a ({K}) must equal the second-to-last of b ({Kb})")
-    try:
-        batch = tuple(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]))
-    except ValueError:
-        raise ShapeError(f"matmul: the stack axes of a {va.shape[:-2]} and b {vb.shape[:-2]} "
-                         f"do not broadcast") from None
-    shape = batch + (() if a_vec else (M,)) + (() if b_vec else (N,))
 
     if out is None:
         result = _new_like(va, *shape)
+        vc = _View(result, "out", stack=True)
     else:
-        result = out
-        vo = _View(out, "out", stack=True)
-        if vo.shape != shape:
-            raise ShapeError(f"out has shape {vo.shape}, but matmul of {va.shape} and {vb.shape} is {shape}")
-        if getattr(vo, "readonly", False):
+        result, vc = out, _View(out, "out", stack=True)
+        if vc.shape != shape:
+            raise ShapeError(f"out has shape {vc.shape}, but matmul of {va.shape} and {vb.shape} is {shape}")
+        if getattr(vc, "readonly", False):
             raise ShapeError("out is read-only; pass a writable array")
     if math.prod(shape) == 0:
         return result
 
-    vc = _View(result, "out", stack=True)
     c_shape, c_str = _with_matrix_axes(vc, a_vec, b_vec)
     ldc = _rows_of(c_shape[-2:], c_str[-2:])
     staged = ldc is None or _overlaps(vc, va) or _overlaps(vc, vb)
@@ -80,16 +67,16 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
     else:
         target, vt = result, vc
 
-    lda, ta = _matrix_layout(va, a_shape, a_str)
+    lda, ta = _matrix_layout(a_shape, a_str)
     if lda is None:
         va = _View(_contiguous(va.obj), "a", stack=True)
         a_shape, a_str = _with_matrix_axes(va, a_vec, False)
-        lda, ta = _matrix_layout(va, a_shape, a_str)
-    ldb, tb = _matrix_layout(vb, b_shape, b_str)
+        lda, ta = _matrix_layout(a_shape, a_str)
+    ldb, tb = _matrix_layout(b_shape, b_str)
     if ldb is None:
         vb = _View(_contiguous(vb.obj), "b", stack=True)
         b_shape, b_str = _with_matrix_axes(vb, False, b_vec)
-        ldb, tb = _matrix_layout(vb, b_shape, b_str)
+        ldb, tb = _matrix_layout(b_shape, b_str)
 
     strides = [_stack_strides(batch, s[:-2], st[:-2]) for s, st in ((a_shape, a_str), (b_shape, b_str),
                                                                     (c_shape, c_str))]
@@ -137,7 +124,7 @@ def _rows_of(shape2, strides2):
     return ld if ld is not None and rows else None
 
 
-def _matrix_layout(view, shape, strides):
+def _matrix_layout(shape, strides):
     """(ld, trans) of an operand's matrices read in place, or (None, None)."""
     ld, trans, _ = _row_major(shape[-2:], strides[-2:], False)
     return (ld, trans) if ld is not None else (None, None)

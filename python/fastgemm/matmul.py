@@ -20,6 +20,7 @@ import numpy as np
 
 from . import arguments
 from .errors import ShapeError
+from .matmul_shapes import product_shapes
 
 __all__ = ["matmul"]
 
@@ -37,22 +38,9 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
     kernel = arguments.name(kernel, "kernel")
     backend = arguments.name(backend, "backend")
     precision = arguments.precision(precision)
-    if a.ndim == 0 or b.ndim == 0:
-        which = "a" if a.ndim == 0 else "b"
-        raise ShapeError(f"matmul: {which} is a scalar (0-D); use multiplication for scalars")
+    batch, M, N, K, shape = product_shapes(a.shape, b.shape)
     a2 = a[np.newaxis, :] if a.ndim == 1 else a
     b2 = b[:, np.newaxis] if b.ndim == 1 else b
-    M, K = a2.shape[-2:]
-    Kb, N = b2.shape[-2:]
-    if K != Kb:
-        raise ShapeError(f"matmul: a has shape {a.shape} and b has shape {b.shape}: "
-                         f"the last axis of a ({K}) must equal the second-to-last of b ({Kb})")
-    try:
-        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    except ValueError:
-        raise ShapeError(f"matmul: the stack axes of a {a.shape[:-2]} and b {b.shape[:-2]} "
-                         f"do not broadcast") from None
-    shape = batch + (() if a.ndim == 1 else (M,)) + (() if b.ndim == 1 else (N,))
 
     if out is None:
         result = np.empty(shape, dtype=np.float32)

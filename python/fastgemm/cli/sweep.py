@@ -37,15 +37,12 @@ def _families(backend: str):
 def run(args) -> int:
     apply_threads(args.threads)
     backend = resolve_backend(args.backend)
-    if not args.family.strip():
-        known = _families(backend)
-        raise UsageError("--family must name a kernel name prefix"
-                         + (f"; families here: {', '.join(known)}" if known else ""))
     family = [k for k in _fastgemm.kernels(backend) if k.name.startswith(args.family) and not k.baseline]
-    if not family:
+    if not family or not args.family.strip():
         known = _families(backend)
-        raise UsageError(f"no kernels of backend {backend} start with '{args.family}'"
-                         + (f"; families here: {', '.join(known)}" if known else ""))
+        why = (f"no kernels of backend {backend} start with '{args.family}'" if args.family.strip()
+               else "--family must name a kernel name prefix")
+        raise UsageError(why + (f"; families here: {', '.join(known)}" if known else ""))
     shape = shape_of(args)
     baseline = baseline_for(backend, args.baseline)
     check_fits_in_memory([shape])
