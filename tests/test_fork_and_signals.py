@@ -20,17 +20,23 @@ CPU = {k.name for k in fastgemm.kernels("cpu")}
 posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX fork and signals")
 
 
+def spawn(argv):
+    """A child in a session of its own: on a hang, finish() kills it with every process it
+    forked, since a grandchild left alive would hold the pipes open and block the test."""
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=HERE, env=dict(os.environ, FASTGEMM_NUM_THREADS="2"),
+                            start_new_session=True)
+
+
 def child(code):
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=HERE,
-                            env=dict(os.environ, FASTGEMM_NUM_THREADS="2"))
+    return spawn([sys.executable, "-c", textwrap.dedent(code)])
 
 
 def finish(proc, timeout):
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         pytest.fail(f"hung (killed after {timeout} s): {out}\n{err[-2000:]}")
     return out, err
@@ -78,8 +84,7 @@ def test_multiprocessing_pools(method, tmp_path):
             with mp.get_context("{method}").Pool(2) as pool:
                 print(all(pool.map(work, range(6))))
     """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=HERE, env=dict(os.environ, FASTGEMM_NUM_THREADS="2"))
+    proc = spawn([sys.executable, str(script)])
     out, err = finish(proc, 180)
     assert proc.returncode == 0 and out.split() == ["True"], f"{out}\n{err[-2000:]}"
 
