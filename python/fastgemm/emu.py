@@ -46,6 +46,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Uni
 from .errors import FastgemmError, KernelError, NotFoundError
 
 __all__ = ["run", "compile", "EmuCompileError", "EmuRefusedError", "EmuModule", "Texture",
+           "ArgumentBuffer",
            "emu_dir", "main_emu", "add_emu_parser"]
 
 _ORDERS = {"natural": 0, "reversed": 1, "shuffled": 2}
@@ -229,6 +230,35 @@ class Texture:
                      _TEXTURE_FORMATS[arr.dtype.name]]
 
 
+class ArgumentBuffer:
+    """What the host encodes into an argument buffer: a struct with [[id(n)]] members that
+    a kernel takes at [[buffer(n)]], given in `buffers` at that index.
+
+    members: {id: object}. For a pointer member, a bytes-like object (a numpy array) bound
+    as the buffer it points to; what the kernel writes lands in writable objects. For a
+    plain-data member (a scalar, vector or struct), its exact bytes (e.g. np.uint32(n)).
+    For a texture member, a Texture. An array member `T m[N] [[id(k)]]` takes ids
+    k..k+N-1. Ids the host leaves out hold zero (a null pointer; a sampler member samples
+    nearest with clamp to edge). The struct is laid out by the compiler, as with Metal 3's
+    GPU-address encoding.
+    """
+
+    def __init__(self, members: Mapping[int, object]):
+        if not isinstance(members, Mapping):
+            raise TypeError(f"ArgumentBuffer members must be a dict from [[id(n)]] to an "
+                            f"object, got {type(members).__name__}")
+        self.members = {}
+        for k, obj in members.items():
+            if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 1 << 16:
+                raise ValueError(f"ArgumentBuffer id must be an int in 0..65535, got {k!r}")
+            if isinstance(obj, ArgumentBuffer):
+                raise TypeError(f"ArgumentBuffer id {k}: unsupported: an argument buffer "
+                                "inside an argument buffer")
+            if obj is not None and not isinstance(obj, Texture):
+                _bytes_view(obj, f"ArgumentBuffer id {k}")  # bytes-like and C-contiguous
+            self.members[k] = obj
+
+
 class EmuModule:
     """One compiled MSL source: its kernels, runnable with run() (in the worker process)."""
 
@@ -283,7 +313,7 @@ class EmuModule:
                              f"got {time_limit!r}")
         if not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
             raise ValueError(f"seed must be an int in 0..2**64-1, got {seed!r}")
-        views = _buffer_views(buffers)
+        views, argbufs = _buffer_views(buffers)
         texs = []
         for i, t in enumerate(_index_list(textures or [], "textures")):
             if t is None:
@@ -318,9 +348,11 @@ class EmuModule:
                "os_threads": os_threads, "stack_kb": stack_kb or 0,
                "time_limit": float(time_limit or 0)}
         what = f"kernel {kernel} of {self.display}"
-        ans = _worker_call(req, time_limit, what, views, texs)
+        ans = _worker_call(req, time_limit, what, views, texs, argbufs)
         if ans["rc"] == 2:
             raise NotFoundError(ans["text"])
+        if ans["rc"] == 4:
+            raise ValueError(f"metal-emu: {what}: {ans['text']}")
         if ans["rc"] != 0:
             raise KernelError("metal-emu: " + ans["text"])
 
@@ -707,26 +739,43 @@ def _stop_worker():
 atexit.register(_stop_worker)
 
 
-def _buffer_views(buffers) -> List[Optional[memoryview]]:
-    out = []
+def _bytes_view(obj, what: str) -> Optional[memoryview]:
+    try:
+        mv = memoryview(obj)
+    except TypeError:
+        raise TypeError(f"{what}: {type(obj).__name__} is not bytes-like (use a numpy "
+                        "array, bytes, bytearray or e.g. np.uint32(n))") from None
+    if not mv.c_contiguous:
+        raise ValueError(f"{what}: the object must be C-contiguous")
+    raw = mv.cast("B") if (mv.ndim != 1 or mv.format != "B") and mv.nbytes else mv
+    return raw if raw.nbytes else None
+
+
+def _member_view(v, what: str):
+    if isinstance(v, Texture):
+        return memoryview(v.data).cast("B"), v.desc
+    return (None if v is None else _bytes_view(v, what)), None
+
+
+def _buffer_views(buffers) -> Tuple[List[Optional[memoryview]], list]:
+    """The buffers' byte views by index, and the argument buffers as
+    [(index, [(id, view or None, texture description or None)])] (their index holds None
+    among the views)."""
+    out, argbufs = [], []
     for i, obj in enumerate(_index_list(buffers, "buffers")):
-        if obj is None:
+        if isinstance(obj, ArgumentBuffer):
+            argbufs.append((i, [(k,) + _member_view(v, f"buffer {i} id {k}")
+                                for k, v in sorted(obj.members.items())]))
             out.append(None)
-            continue
-        try:
-            mv = memoryview(obj)
-        except TypeError:
-            raise TypeError(f"buffer {i}: {type(obj).__name__} is not bytes-like (use a numpy "
-                            "array, bytes, bytearray or e.g. np.uint32(n))") from None
-        if not mv.c_contiguous:
-            raise ValueError(f"buffer {i}: the object must be C-contiguous")
-        raw = mv.cast("B") if (mv.ndim != 1 or mv.format != "B") and mv.nbytes else mv
-        out.append(raw if raw.nbytes else None)
-    return out
+        else:
+            out.append(None if obj is None else _bytes_view(obj, f"buffer {i}"))
+    return out, argbufs
 
 
-def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = (), textures=()):
-    """Sends one request to the worker (started if needed) and returns its answer."""
+def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = (), textures=(),
+                 argbufs=()):
+    """Sends one request to the worker (started if needed) and returns its answer. Buffers,
+    textures and the members of argument buffers travel in one shared arena."""
     global _worker
     with _worker_lock:
         if _worker is None or not _worker.alive():
@@ -735,7 +784,8 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
             _worker = _Worker()
         w = _worker
         layout, off = [], 0
-        all_views = list(views) + [t[0] if t else None for t in textures]
+        members = [v for (_, ms) in argbufs for (_, v, _) in ms]
+        all_views = list(views) + [t[0] if t else None for t in textures] + members
         for v in all_views:
             if v is None:
                 layout.append(None)
@@ -749,10 +799,13 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
                 for v, lay in zip(all_views, layout):
                     if lay:
                         w.arena[lay[0]:lay[0] + lay[1]] = v
-            nb = len(views)
+            nb, nt = len(views), len(textures)
             tex_req = [(lay[0], t[1]) if t else None for t, lay in zip(textures, layout[nb:])]
-            req = dict(req, buffers=layout[:nb], textures=tex_req, arena=w.arena_path,
-                       arena_size=w.arena_size if off else 0)
+            member_lay = iter(layout[nb + nt:])
+            ab_req = [(i, [(k, next(member_lay), desc) for (k, _, desc) in ms])
+                      for (i, ms) in argbufs]
+            req = dict(req, buffers=layout[:nb], textures=tex_req, argbufs=ab_req,
+                       arena=w.arena_path, arena_size=w.arena_size if off else 0)
         # The runtime's watchdog reports the running thread at the limit; this deadline is
         # the backstop for a worker that cannot even do that.
         deadline = None if not time_limit else time.monotonic() + time_limit + 10.0

@@ -74,10 +74,20 @@ class Refused(ScanError):
 
 
 @dataclass
+class ArgStruct:
+    """A struct with [[id(n)]] members: the layout of an argument buffer."""
+    qualified: str       # C++ name
+    members: list        # [(member name, first id)]; an array member takes consecutive ids
+    where: str           # "file:line"
+    problem: str = ""    # why kernels cannot bind it, if they cannot
+
+
+@dataclass
 class Param:
     text: str
     attrs: list
     role: tuple = ("buffer", -1)  # (kind, index-or-attr)
+    argbuf: Optional[ArgStruct] = None  # the struct of an argument buffer bound here
 
 
 @dataclass
@@ -101,6 +111,7 @@ class Scan:
     kernels: list = field(default_factory=list)
     function_constants: list = field(default_factory=list)
     derived_constants: list = field(default_factory=list)  # qualified function names
+    arg_structs: list = field(default_factory=list)
     rewritten: str = ""
 
 
@@ -679,22 +690,49 @@ def scan(pp: str, lines: LineMap) -> Scan:
         res.kernels.append(Kernel(host, f"{qualify(tm.start(), name)}<{targs}>", params,
                                   lines.where(tm.start())))
 
-    # Argument buffers: structs with [[id(n)]] members, encoded by the host (not modelled).
-    arg_structs = set()
-    for b in braces:
-        if b.kind == "class" and b.name and b.close > 0:
-            if any(b.open < a < b.close and any(n == "id" for n, _ in attr_items(inner))
-                   for (a, _, inner) in attrs):
-                arg_structs.add(b.name)
+    # Argument buffers: structs with [[id(n)]] members. The host encodes them member by
+    # member (fastgemm.emu.ArgumentBuffer); the glue exports one encoder per struct.
+    members = {}  # struct brace -> [(member, id)]
+    for (a, _, inner) in attrs:
+        ids = [arg for n, arg in attr_items(inner) if n == "id" and arg is not None]
+        if not ids:
+            continue
+        owners = [b for b in enclosing(braces, a) if b.kind == "class"]
+        if owners and owners[-1].name:
+            # the member is the last name declared before the attribute (`float* p[4] [[id(0)]]`
+            # or `float* p [[id(0)]] [4]`)
+            start = max(m_noattr.rfind(c, 0, a) for c in ";{}") + 1
+            decl = re.sub(r"(\s*\[[^\[\]]*\])+\s*$", "", m_noattr[start:a])
+            name = re.findall(r"[A-Za-z_]\w*", decl)
+            if name:
+                members.setdefault(id(owners[-1]), (owners[-1], []))[1].append(
+                    (name[-1], int_constant(ids[0])))
+    arg_structs = {}
+    for b, mem in members.values():
+        problem = ""
+        ns = namespace_path(braces, b.open - 1)
+        head = m_noattr[max(m_noattr.rfind(c, 0, b.open) for c in ";{}") + 1:b.open]
+        if re.match(r"\s*template\b", head):
+            problem = "template struct"
+        elif ns is None:
+            problem = "struct not at namespace scope"
+        qual = f"{ns}::{b.name}" if ns else b.name
+        arg_structs[b.name] = ArgStruct(qual, mem, lines.where(b.open), problem)
+    res.arg_structs = sorted(arg_structs.values(), key=lambda a: a.qualified)
     for k in res.kernels:
         for p in k.params:
             if p.role[0] == "unsupported":
                 k.unsupported = p.role[1]
                 break
-            hit = [n for n in arg_structs if re.search(r"\b" + re.escape(n) + r"\b", p.text)]
-            if hit:
-                k.unsupported = f"argument buffer (struct {hit[0]} with [[id(n)]] members: {p.text})"
+            hit = [a for n, a in arg_structs.items() if re.search(r"\b" + re.escape(n) + r"\b", p.text)]
+            if not hit:
+                continue
+            a = hit[0]
+            if a.problem or p.role[0] != "buffer" or not re.search(r"[*&]", p.text):
+                why = a.problem or "not bound as a device or constant buffer"
+                k.unsupported = f"argument buffer of a {why} ({p.text})"
                 break
+            p.argbuf = a
 
     res.rewritten = rewrite(pp, m, m_noattr, attrs, braces, lines, res)
     return res
@@ -1172,6 +1210,22 @@ def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
     q = (lambda n: f"::{ns}::{n}") if wrap else (lambda n: f"::{n}")
     if wrap:
         o.append(f"using namespace ::{ns};")
+    # One encoder per argument-buffer struct (fgemu::ArgBufferParam::set).
+    encoders = {}
+    for j, a in enumerate(sc.arg_structs):
+        if a.problem:
+            continue
+        t = q(a.qualified)
+        o.append(f"void argbuf_{j}(void* obj, int id, void* ptr, size_t n, bool texture) {{")
+        o.append(f"    auto& s = *static_cast<{t}*>(obj);")
+        for (member, first) in a.members:
+            mt = f"decltype({t}::{member})"
+            o.append(f"    if (::fgemu::argbuf_holds<{mt}>({first}, id)) "
+                     f"return ::fgemu::argbuf_set<{mt}>(s.{member}, {cxx_string(member)}, "
+                     f"id - {first}, ptr, n, texture);")
+        o.append(f"    ::fgemu::argbuf_no_member({cxx_string(a.qualified)}, id);")
+        o.append("}")
+        encoders[a.qualified] = (f"&argbuf_{j}", t)
     entries = []
     for i, k in enumerate(sc.kernels):
         roles = []
@@ -1201,10 +1255,18 @@ def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
             target = (f"static_cast<void (*)({k.signature})>(&{q(k.callable)})" if k.signature
                       else f"&{q(k.callable)}")
             fn = f"&::fgemu::invoke<{target}>"
+        abs_ = [p for p in k.params if p.argbuf is not None] if not k.unsupported else []
+        abuf = "nullptr"
+        if abs_:
+            o.append(f"constexpr ::fgemu::ArgBufferParam argbufs_{i}[] = {{" + ", ".join(
+                f"{{{p.role[1]}, {cxx_string(p.argbuf.qualified)}, "
+                f"sizeof({encoders[p.argbuf.qualified][1]}), {encoders[p.argbuf.qualified][0]}}}"
+                for p in abs_) + "};")
+            abuf = f"argbufs_{i}"
         entries.append(f"    {{{cxx_string(k.name)}, {fn}, {arr}, {len(roles)}, "
-                       f"{cxx_string(k.where)}}},")
+                       f"{cxx_string(k.where)}, {abuf}, {len(abs_)}}},")
     o.append("constexpr ::fgemu::KernelEntry entries[] = {")
-    o += entries or ["    {nullptr, nullptr, nullptr, 0, nullptr},"]
+    o += entries or ["    {nullptr, nullptr, nullptr, 0, nullptr, nullptr, 0},"]
     o.append("};")
     fcs = [f"    {{{fc.index}, {cxx_string(fc.name.split('::')[-1])}, &{q(fc.name)}, "
            f"sizeof({q(fc.name)})}},"

@@ -39,6 +39,13 @@ class Module:
         lib.fgemu_c_constants.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         lib.fgemu_c_install_fault_handlers.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         lib.fgemu_c_run.restype = ctypes.c_int
+        lib.fgemu_c_argbuf_size.restype = ctypes.c_size_t
+        lib.fgemu_c_argbuf_size.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                                            ctypes.c_size_t]
+        lib.fgemu_c_argbuf_set.restype = ctypes.c_int
+        lib.fgemu_c_argbuf_set.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p,
+                                           ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                                           ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         self.lib = lib
 
     def text(self, fn):
@@ -90,6 +97,12 @@ class Worker:
         nbuf = len(bufs)
         ptrs = (ctypes.c_void_p * max(nbuf, 1))(*[base + b[0] if b else None for b in bufs])
         sizes = (ctypes.c_size_t * max(nbuf, 1))(*[b[1] if b else 0 for b in bufs])
+        kernel = req["kernel"].encode()
+        failed, encoded = self.encode_argbufs(mod, kernel, req.get("argbufs", []), nbuf, base)
+        if failed:
+            return {"rc": 4, "text": failed}
+        for i, (_, addr, size) in encoded.items():
+            ptrs[i], sizes[i] = addr, size
         texs = req.get("textures", [])
         ntex = len(texs)
         tex_ptrs = (ctypes.c_void_p * max(ntex, 1))(*[base + t[0] if t else None for t in texs])
@@ -103,7 +116,7 @@ class Worker:
         self.report[:8] = b"\0" * 8
         mod.lib.fgemu_c_install_fault_handlers(self.report_addr, REPORT_BYTES)
         rc = mod.lib.fgemu_c_run(
-            req["kernel"].encode(), (ctypes.c_uint * 3)(*req["groups"]),
+            kernel, (ctypes.c_uint * 3)(*req["groups"]),
             (ctypes.c_uint * 3)(*req["tpg"]), ctypes.c_int(nbuf), ptrs, sizes,
             ctypes.c_int(len(tg)), tg_lens, ctypes.c_int(n_fc),
             (ctypes.c_int * max(n_fc, 1))(*[i for (i, _) in fcs]),
@@ -115,6 +128,42 @@ class Worker:
             ctypes.c_int(ntex), tex_ptrs, tex_desc, err,
             ctypes.c_size_t(len(err)))
         return {"rc": rc, "text": err.value.decode(errors="replace")}
+
+
+    @staticmethod
+    def encode_argbufs(mod, kernel, argbufs, nbuf, base):
+        """Encodes each ArgumentBuffer into zeroed storage laid out like its struct; refuses
+        one bound where the kernel takes none, and a plain buffer where it takes one (its
+        pointers would be host bytes). Returns (error or None, {index: storage})."""
+        name = ctypes.create_string_buffer(512)
+        given = {i: members for (i, members) in argbufs}
+        if given and kernel.decode() not in mod.text(mod.lib.fgemu_c_list).split("\n"):
+            return None, {}  # the dispatch reports the unknown kernel
+        encoded = {}
+        mod.lib.fgemu_c_argbuf_begin()
+        for i in range(max([nbuf] + [j + 1 for j in given])):
+            size = mod.lib.fgemu_c_argbuf_size(kernel, i, name, len(name))
+            struct_name = name.value.decode(errors="replace")
+            if i not in given:
+                if size:
+                    return (f"buffer {i} is an argument buffer (struct {struct_name} with "
+                            "[[id(n)]] members): pass fastgemm.emu.ArgumentBuffer({id: "
+                            "array or value, ...}) there", {})
+                continue
+            if not size:
+                return (f"buffer {i} is given an ArgumentBuffer, but the kernel takes no "
+                        "argument buffer there", {})
+            storage = ctypes.create_string_buffer(size + 64)  # zeroed
+            addr = (ctypes.addressof(storage) + 63) // 64 * 64  # aligned like a Metal buffer
+            err = ctypes.create_string_buffer(1024)
+            for (k, lay, desc) in given[i]:
+                ptr, n = (base + lay[0], lay[1]) if lay else (None, 0)
+                tex = (ctypes.c_uint * 6)(*desc) if desc else None
+                if mod.lib.fgemu_c_argbuf_set(kernel, i, addr, k, ptr, n, tex, err, len(err)):
+                    return (f"buffer {i} (struct {struct_name}) id {k}: "
+                            f"{err.value.decode(errors='replace')}", {})
+            encoded[i] = (storage, addr, size)
+        return None, encoded
 
 
 def main():

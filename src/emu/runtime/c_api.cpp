@@ -2,6 +2,7 @@
 // process that runs dispatches). Only these symbols are exported; everything else in the
 // module has hidden visibility so that two modules never share emulator state.
 #include <cstring>
+#include <deque>
 #include <string>
 
 #include "faults.hpp"
@@ -17,6 +18,19 @@ void put(char* out, size_t n, const std::string& s) {
     if (!out || n == 0) return;
     std::strncpy(out, s.c_str(), n - 1);
     out[n - 1] = '\0';
+}
+// A texture's texels at ptr, described by six numbers: width, height, depth, slices,
+// channels, format (fastgemm.emu.Texture.desc).
+fgemu::TextureBinding texture_binding(void* ptr, const unsigned* q) {
+    fgemu::TextureBinding t;
+    t.ptr = ptr;
+    t.width = q[0];
+    t.height = q[1];
+    t.depth = q[2];
+    t.slices = q[3];
+    t.channels = q[4];
+    t.format = fgemu::TextureBinding::Format(q[5]);
+    return t;
 }
 // The module registers on first use rather than in a static initialiser: loading it runs
 // none of its code.
@@ -69,19 +83,7 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
         d.threads_per_threadgroup = fgemu::U3{tpg[0], tpg[1], tpg[2]};
         for (int i = 0; i < nbuf; ++i) d.buffers.push_back(fgemu::Binding{ptrs[i], sizes[i]});
         for (int i = 0; i < ntg; ++i) d.threadgroup_memory.push_back(tg_lens[i]);
-        // Per texture: width, height, depth, slices, channels, format.
-        for (int i = 0; i < ntex; ++i) {
-            fgemu::TextureBinding t;
-            const unsigned* q = tex_desc + 6 * i;
-            t.ptr = tex_ptrs[i];
-            t.width = q[0];
-            t.height = q[1];
-            t.depth = q[2];
-            t.slices = q[3];
-            t.channels = q[4];
-            t.format = fgemu::TextureBinding::Format(q[5]);
-            d.textures.push_back(t);
-        }
+        for (int i = 0; i < ntex; ++i) d.textures.push_back(texture_binding(tex_ptrs[i], tex_desc + 6 * i));
         fgemu::clear_function_constants();
         for (int i = 0; i < nfc; ++i)
             fgemu::set_function_constant(fc_index[i], fc_values[i], fc_sizes[i]);
@@ -109,4 +111,59 @@ FGEMU_EXPORT size_t fgemu_c_constants(char* out, size_t n) {
         s += std::to_string(fc.index) + " " + fc.name + " " + std::to_string(fc.size) + "\n";
     put(out, n, s);
     return s.size() + 1;
+}
+
+namespace {
+const fgemu::ArgBufferParam* argbuf_param(const char* kernel, int index) {
+    const fgemu::KernelEntry* k = fgemu::find_kernel(kernel);
+    if (!k) return nullptr;
+    for (int i = 0; i < k->nargbufs; ++i)
+        if (k->argbufs[i].buffer_index == index) return &k->argbufs[i];
+    return nullptr;
+}
+
+// The textures that argument buffers of the coming dispatch point to; a texture member
+// holds the address of its binding, so they live until the next dispatch is encoded.
+std::deque<fgemu::TextureBinding>& argbuf_textures() {
+    static std::deque<fgemu::TextureBinding> textures;
+    return textures;
+}
+}  // namespace
+
+// The size of the argument-buffer struct `kernel` binds at [[buffer(index)]] (its name in
+// `name`), or 0 where that index is not an argument buffer.
+FGEMU_EXPORT size_t fgemu_c_argbuf_size(const char* kernel, int index, char* name, size_t n) {
+    ensure_registered();
+    const fgemu::ArgBufferParam* a = argbuf_param(kernel, index);
+    if (!a) return 0;
+    put(name, n, a->struct_name);
+    return a->size;
+}
+
+FGEMU_EXPORT void fgemu_c_argbuf_begin() { argbuf_textures().clear(); }
+
+// Encodes [[id(id)]] of that struct at obj: from n bytes at ptr (for a pointer member, the
+// address itself), or with a texture description (width, height, depth, slices, channels,
+// format: as for fgemu_c_run) the texture whose texels are at ptr. Returns 0, or 4 with the
+// reason in err.
+FGEMU_EXPORT int fgemu_c_argbuf_set(const char* kernel, int index, void* obj, int id, void* ptr,
+                                    size_t n, const unsigned* tex_desc, char* err, size_t errlen) {
+    ensure_registered();
+    const fgemu::ArgBufferParam* a = argbuf_param(kernel, index);
+    if (!a) {
+        put(err, errlen, "not an argument buffer");
+        return 4;
+    }
+    try {
+        if (tex_desc) {
+            fgemu::TextureBinding& t = argbuf_textures().emplace_back(texture_binding(ptr, tex_desc));
+            a->set(obj, id, &t, sizeof t, true);
+        } else {
+            a->set(obj, id, ptr, n, false);
+        }
+    } catch (const std::exception& e) {
+        put(err, errlen, e.what());
+        return 4;
+    }
+    return 0;
 }

@@ -2,6 +2,10 @@
 // that call a kernel with its arguments bound from the running emulated thread.
 #pragma once
 
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
 #include <metal_stdlib>
 #include <metal_tensor>
 #include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
@@ -125,6 +129,76 @@ decltype(auto) bind_arg(const ArgRole& r) {
             return v;
         }
     }
+}
+
+// ---- argument buffers ----------------------------------------------------------------
+// The emulator lays out an argument buffer as the compiler lays out its struct, as Metal 3
+// does with GPU addresses: a pointer member holds the address of the array bound to its id,
+// a plain-data member (scalar, vector, struct) a copy of the bytes given for it, and an
+// array member (`T m[N]`, `array<T, N>`) takes N consecutive ids, and a texture member the
+// texture given for it. A sampler member keeps its zero state (nearest, clamp to edge, as a
+// bound [[sampler(n)]] samples); references are not modelled and are refused by name.
+
+template <class M> struct argbuf_slots {
+    static constexpr bool indexed = false;
+    static constexpr int value = 1;
+};
+template <class T, size_t N> struct argbuf_slots<T[N]> {
+    static constexpr bool indexed = true;
+    static constexpr int value = int(N);
+};
+template <class T, size_t N> struct argbuf_slots<metal::array<T, N>> {
+    static constexpr bool indexed = true;
+    static constexpr int value = int(N);
+};
+
+[[noreturn]] inline void argbuf_refuse(const char* member, const std::string& why) {
+    throw std::invalid_argument(std::string("member ") + member + ": " + why);
+}
+
+template <class E>
+void argbuf_store(E& e, const char* member, void* ptr, size_t n, bool texture) {
+    if constexpr (metal::is_texture<E>::value) {
+        if (!texture) argbuf_refuse(member, "a texture member: give a fastgemm.emu.Texture for it");
+        e = E(static_cast<const TextureBinding*>(ptr));
+        return;
+    }
+    if (texture) argbuf_refuse(member, "not a texture member, but given a Texture");
+    if constexpr (std::is_pointer_v<E>) {
+        e = static_cast<E>(ptr);
+    } else if constexpr (std::is_same_v<E, metal::sampler>) {
+        argbuf_refuse(member, "unsupported: the host's sampler state (leave the id out: "
+                      "nearest, clamp to edge)");
+    } else if constexpr (std::is_trivially_copyable_v<E>) {
+        if (n != sizeof(E))
+            argbuf_refuse(member, "holds " + std::to_string(sizeof(E)) + " bytes of plain data, "
+                          "was given " + std::to_string(n));
+        std::memcpy(static_cast<void*>(&e), ptr, n);
+    } else {
+        argbuf_refuse(member, "unsupported: a member of this type in an argument buffer");
+    }
+}
+
+// Whether [[id(id)]] falls on member M declared with [[id(first)]].
+template <class M>
+constexpr bool argbuf_holds(int first, int id) {
+    return id >= first && id < first + argbuf_slots<M>::value;
+}
+
+template <class M, class S>
+void argbuf_set(S& m, const char* member, int slot, void* ptr, size_t n, bool texture) {
+    if constexpr (std::is_reference_v<M>) {
+        argbuf_refuse(member, "unsupported: a reference member in an argument buffer (use a pointer)");
+    } else if constexpr (argbuf_slots<M>::indexed) {
+        argbuf_store(m[slot], member, ptr, n, texture);
+    } else {
+        argbuf_store(m, member, ptr, n, texture);
+    }
+}
+
+[[noreturn]] inline void argbuf_no_member(const char* struct_name, int id) {
+    throw std::invalid_argument(std::string("struct ") + struct_name + " has no member with [[id(" +
+                                std::to_string(id) + ")]]");
 }
 
 template <class... A, size_t... I>

@@ -111,12 +111,26 @@ struct FunctionConstant {
     size_t size;
 };
 
+// An argument buffer that a kernel binds at [[buffer(buffer_index)]]: a struct with
+// [[id(n)]] members, which the host encodes member by member before the dispatch.
+struct ArgBufferParam {
+    int buffer_index;
+    const char* struct_name;
+    size_t size;
+    // Stores the resource or bytes for [[id(id)]] into the struct at obj: n bytes at ptr
+    // (for a pointer member, the address itself), or with `texture` the TextureBinding at
+    // ptr. Throws std::invalid_argument naming the member when the struct cannot hold them.
+    void (*set)(void* obj, int id, void* ptr, size_t n, bool texture);
+};
+
 struct KernelEntry {
     const char* name;       // function name or [[host_name]]
     InvokeFn invoke;        // calls the kernel with arguments bound from current()
     const ArgRole* roles;
     int nroles;
     const char* location;   // "file.metal:line"
+    const ArgBufferParam* argbufs = nullptr;
+    int nargbufs = 0;
 };
 
 // One translated source: its kernels, function constants, and the function that recomputes
