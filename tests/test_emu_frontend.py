@@ -306,13 +306,15 @@ def test_unsupported_constructs_are_named_with_a_line():
         emu.compile(src)
     first = str(e.value).splitlines()[0]
     assert "<source>:4: unsupported: some_intrinsic_nobody_has" in first
+    # argument buffers run (test_emu_argument_buffers.py), but not of a template struct
     argbuf = ("#include <metal_stdlib>\nusing namespace metal;\n"
-              "struct Args { device float* data [[id(0)]]; };\n"
-              "kernel void k(constant Args& args [[buffer(0)]]) {\n"
+              "template <typename T> struct Args { device T* data [[id(0)]]; };\n"
+              "kernel void k(constant Args<float>& args [[buffer(0)]]) {\n"
               "  args.data[0] = 1.0f;\n}\n"
               "kernel void fine(device float* y [[buffer(0)]]) { y[0] = 2.0f; }\n")
     y = np.zeros(4, np.float32)
-    with pytest.raises(fastgemm.KernelError, match=r"unsupported.*argument buffer.*<source>:4"):
+    with pytest.raises(fastgemm.KernelError,
+                       match=r"unsupported.*argument buffer of a template struct.*<source>:4"):
         emu.run(argbuf, "k", **ONE, buffers=[y])
     emu.run(argbuf, "fine", **ONE, buffers=[y])  # the source's other kernels run
     assert y[0] == 2.0

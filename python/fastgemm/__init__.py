@@ -60,6 +60,18 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'fastgemm' has no attribute {name!r}")
 
+def _build_lazy_native_state() -> None:
+    """One small parallel call at import, in the importing thread: the native core builds its
+    function-local statics (thread pool, Ctrl-C handler, kernel dispatch) on first use, and a
+    fork() while another thread is inside one of those first initialisations would copy its
+    guard as "in progress", so that the child's first call waited for ever."""
+    import numpy as np
+    a = np.ones((256, 256), np.float32)
+    sgemm(a, a, kernel="packed", backend="cpu")
+
+
+_build_lazy_native_state()
+
 try:  # let threadpoolctl.threadpool_limits(1) limit fastgemm too, when threadpoolctl is installed
     from . import _threadpoolctl  # noqa: F401
 except ImportError:

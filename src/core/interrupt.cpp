@@ -3,8 +3,10 @@
 
 #include <atomic>
 #include <mutex>
+#include <new>
 
 #if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
 #include <signal.h>
 #define FASTGEMM_POSIX_SIGNALS 1
 #endif
@@ -34,6 +36,11 @@ extern "C" void chaining_sigint_handler(int sig, siginfo_t* info, void* context)
 // Puts our handler in front of the current one, unless it is already there or there
 // is nothing to chain to.
 void ensure_installed() {
+    // Every call takes the mutex, so a fork while another thread computes can copy it
+    // locked; the child (one thread, none inside) starts from an unlocked one.
+    static const bool reset_in_child =
+        pthread_atfork(nullptr, nullptr, [] { new (&g_install_mutex) std::mutex(); }) == 0;
+    (void)reset_in_child;
     std::lock_guard<std::mutex> lock(g_install_mutex);
     struct sigaction current;
     if (sigaction(SIGINT, nullptr, &current) != 0) return;

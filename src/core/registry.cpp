@@ -1,7 +1,11 @@
 #include "registry.hpp"
 
 #include <algorithm>
+#include <new>
 #include <sstream>
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 
 #include "backends.hpp"
 #include "errors.hpp"
@@ -93,6 +97,11 @@ Registry& Registry::global() {
     static Registry* registry = [] {
         auto* r = new Registry();
         register_all(*r);
+#if defined(__unix__) || defined(__APPLE__)
+        // A fork while another thread held available_mutex_ would leave the child's copy
+        // locked forever; the child has one thread, so it starts from an unlocked one.
+        pthread_atfork(nullptr, nullptr, [] { new (&Registry::global().available_mutex_) std::mutex(); });
+#endif
         return r;
     }();
     return *registry;
