@@ -229,6 +229,10 @@ class Texture:
         self.desc = [int(width), int(height), int(depth), int(slices), int(channels),
                      _TEXTURE_FORMATS[arr.dtype.name]]
 
+    def binding(self) -> Tuple[memoryview, list]:
+        """The texels' bytes and the description the worker binds them with."""
+        return memoryview(self.data).cast("B"), self.desc
+
 
 class ArgumentBuffer:
     """What the host encodes into an argument buffer: a struct with [[id(n)]] members that
@@ -320,7 +324,7 @@ class EmuModule:
                 texs.append(None)
                 continue
             t = t if isinstance(t, Texture) else Texture(t)
-            texs.append((memoryview(t.data).cast("B"), t.desc))
+            texs.append(t.binding())
         tg = _index_list(threadgroup_memory or [], "threadgroup_memory")
         tg_lens = []
         for i, x in enumerate(tg):
@@ -753,7 +757,7 @@ def _bytes_view(obj, what: str) -> Optional[memoryview]:
 
 def _member_view(v, what: str):
     if isinstance(v, Texture):
-        return memoryview(v.data).cast("B"), v.desc
+        return v.binding()
     return (None if v is None else _bytes_view(v, what)), None
 
 

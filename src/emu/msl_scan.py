@@ -701,8 +701,7 @@ def scan(pp: str, lines: LineMap) -> Scan:
         if owners and owners[-1].name:
             # the member is the last name declared before the attribute (`float* p[4] [[id(0)]]`
             # or `float* p [[id(0)]] [4]`)
-            start = max(m_noattr.rfind(c, 0, a) for c in ";{}") + 1
-            decl = re.sub(r"(\s*\[[^\[\]]*\])+\s*$", "", m_noattr[start:a])
+            decl = re.sub(r"(\s*\[[^\[\]]*\])+\s*$", "", m_noattr[statement_start(m_noattr, a):a])
             name = re.findall(r"[A-Za-z_]\w*", decl)
             if name:
                 members.setdefault(id(owners[-1]), (owners[-1], []))[1].append(
@@ -711,7 +710,7 @@ def scan(pp: str, lines: LineMap) -> Scan:
     for b, mem in members.values():
         problem = ""
         ns = namespace_path(braces, b.open - 1)
-        head = m_noattr[max(m_noattr.rfind(c, 0, b.open) for c in ";{}") + 1:b.open]
+        head = m_noattr[statement_start(m_noattr, b.open):b.open]
         if re.match(r"\s*template\b", head):
             problem = "template struct"
         elif ns is None:
@@ -736,6 +735,11 @@ def scan(pp: str, lines: LineMap) -> Scan:
 
     res.rewritten = rewrite(pp, m, m_noattr, attrs, braces, lines, res)
     return res
+
+
+def statement_start(m: str, pos: int) -> int:
+    """Where the declaration or statement that reaches pos begins (after the last ; { or })."""
+    return max(m.rfind(c, 0, pos) for c in ";{}") + 1
 
 
 def match_close_angle(s: str, i: int) -> int:
