@@ -4,6 +4,10 @@ shapes, constraints, and device arrays (PyTorch / CuPy) without copies.
 GPU tests skip, with the backend's own reason, where no NVIDIA GPU is usable; the build
 and status tests run everywhere the backend was compiled (CI has nvcc but no GPU)."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -149,7 +153,8 @@ def test_kernel_matches_float64(rng, name):
 
 SPLIT_K = ["async_tma_128x256_splitk", "tf32_wgmma_256x128_splitk", "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
-             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256"] + SPLIT_K
+             "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256",
+             "small_tile_32x32", "small_tile_64x64"] + SPLIT_K
 
 
 @needs_gpu
@@ -776,6 +781,68 @@ def test_skinny_on_unaligned_device_rows(tb):
     assert name == "skinny_m64"
     ref = x.double() @ (W.double().t() if tb else W.double())
     assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32", K, f"unaligned W, trans_b={tb}")
+
+
+SMALL_TILE = ["small_tile_32x32", "small_tile_64x64"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SMALL_TILE)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_small_tile_shapes_and_transposes(rng, name, ta, tb):
+    """Edges of both tiles in every dimension (1, primes, one past a tile, the 1024 cap),
+    K shorter than one step and K of many steps, beta != 0 and then poisoned C."""
+    for M, N, K in [(1, 1, 1), (33, 65, 129), (1024, 1024, 17), (97, 1, 5003), (31, 1023, 64), (257, 511, 15)]:
+        A = rand(rng, K, M) if ta else rand(rng, M, K)
+        B = rand(rng, N, K) if tb else rand(rng, K, N)
+        C0 = rand(rng, M, N)
+        C = C0.copy()
+        what = f"{name} {M}x{N}x{K} ta={ta} tb={tb}"
+        fastgemm.sgemm(A, B, C, alpha=-0.75, beta=1.5, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, C0, -0.75, 1.5, ta, tb), "fp32", K, what)
+        C = np.full((M, N), np.nan, dtype=np.float32)
+        fastgemm.sgemm(A, B, C, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
+        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta, tb), "fp32", K, what + " poisoned")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", SMALL_TILE)
+@pytest.mark.parametrize("ta,tb", [(False, True), (True, False)])
+def test_small_tile_on_unaligned_device_views(name, ta, tb):
+    """Device arrays offset by one float with odd row pitches (C too): the loads and
+    stores are scalar and bounds-checked, so no alignment is assumed anywhere."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(5)
+    M, N, K = 203, 301, 397
+    view = lambda r, c: (torch.rand((r, c + 3), device="cuda", generator=g) * 2 - 1)[:, 1:c + 1]  # noqa: E731
+    A = view(K, M) if ta else view(M, K)
+    B = view(N, K) if tb else view(K, N)
+    C = torch.full((M, N + 3), float("nan"), device="cuda")[:, 1:N + 1]
+    got = _fastgemm.cuda_sgemm(name, M, N, K, A.data_ptr(), A.stride(0), B.data_ptr(), B.stride(0), C.data_ptr(),
+                               C.stride(0), ta, tb, 1.0, 0.0, torch.cuda.current_stream().cuda_stream, C.device.index)
+    torch.cuda.synchronize()
+    assert got == name
+    ref = (A.double().t() if ta else A.double()) @ (B.double().t() if tb else B.double())
+    assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32", K, f"{name} unaligned views ta={ta} tb={tb}")
+
+
+@needs_gpu
+def test_timing_off_takes_the_small_tile_for_small_problems_only(tmp_path):
+    """FASTGEMM_AUTOTUNE=0: the backend's rule decides, and the answer is kept per class."""
+    code = (
+        "import numpy as np, fastgemm\n"
+        "for M, N, K in [(256, 256, 256), (300, 200, 64), (2048, 2048, 256), (16, 4096, 512)]:\n"
+        "    C = fastgemm.sgemm(np.ones((M, K), np.float32), np.ones((K, N), np.float32), backend='cuda')\n"
+        "    assert (C == K).all(), (M, N, K)\n"
+        "t = fastgemm.autotune.table()\n"
+        "print(*(t['cuda|fp32|nn|beta0|' + c] for c in ('256x256x256', '512x256x64', '2048x2048x256',"
+        " '16x4096x512')))\n")
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), FASTGEMM_AUTOTUNE="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    small, small_odd, big, skinny = out.stdout.split()
+    assert small == small_odd == "small_tile_32x32"
+    assert not big.startswith("small_tile") and skinny == "skinny_m64", out.stdout
 
 
 # --- host arrays: the single-call path (direct_call.hpp) ----------------------------

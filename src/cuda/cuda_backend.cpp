@@ -93,6 +93,21 @@ public:
         s.properties.push_back({"wgmma rungs", device_is_sm90() ? "yes (sm_90)" : "no: they need sm_90 (Hopper)"});
         return s;
     }
+    // Timing off: a small problem (M and N above the skinny rungs' 64, at most 512^2
+    // outputs) takes the 32x32 small tile, whose launch is cheapest and whose 64 or more
+    // blocks spread over the SMs; every other problem the highest rung other than the
+    // small tiles, which lose to the big tiles once those fill the GPU.
+    const Kernel* preferred(const Problem& p, const std::vector<const Kernel*>& candidates) const override {
+        const bool small = p.M > 64 && p.N > 64 && p.M * p.N <= 512 * 512;
+        const Kernel* best = nullptr;
+        for (const Kernel* k : candidates) {
+            const bool small_tile = k->info().ladder_step == 16;
+            if (small_tile && small && k->info().name == "small_tile_32x32") return k;
+            if (small_tile) continue;
+            if (!best || k->info().ladder_step > best->info().ladder_step) best = k;
+        }
+        return best ? best : candidates.front();
+    }
     Ceilings measure_ceilings() const override {
         if (!unavailable_reason().empty()) return {};
         Ceilings c;

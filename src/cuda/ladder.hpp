@@ -53,6 +53,8 @@ void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Wor
 void launch_skinny_m64(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/14_skinny.cu
 void launch_skinny_n64(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_ozaki_int8_128x256(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/15_ozaki_int8.cu
+void launch_small_tile_32x32(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/16_small_tile.cu
+void launch_small_tile_64x64(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_cublas(const DeviceOperands&, cudaStream_t, Workspace&);  // cublas_baseline.cpp
 void launch_cublas_tf32(const DeviceOperands&, cudaStream_t, Workspace&);
 // `count` products of p's shape, operand i at A + i * stride_a (likewise B, C; in

@@ -183,6 +183,25 @@ std::vector<LadderEntry> build() {
                          "64x64 regions; any shape",
                          {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"stages", 4}, {"moduli", 7}, {"region", 64}})));
 
+    // Rung 16: small problems, tiles small enough to give the GPU blocks; every layout.
+    struct SmallTile {
+        const char* name;
+        Launcher launch;
+        int tile, bk, per_thread;
+    };
+    for (const SmallTile& v : {SmallTile{"small_tile_32x32", launch_small_tile_32x32, 32, 32, 2},
+                               SmallTile{"small_tile_64x64", launch_small_tile_64x64, 64, 16, 4}}) {
+        const std::string tile = std::to_string(v.tile), sub = std::to_string(v.per_thread);
+        add(auto_candidate(with_constraints(
+            rung(v.name, 16, fp32, v.launch, "16_small_tile.cu",
+                 tile + "x" + tile + " tile, " + sub + "x" + sub +
+                     " per thread, k-major shared tiles double-buffered through registers; M and N up to 1024, "
+                     "any K and layout",
+                 {{"BM", v.tile}, {"BN", v.tile}, {"BK", v.bk}, {"TM", v.per_thread}, {"TN", v.per_thread},
+                  {"threads", 256}}),
+            {Constraint::at_most('M', 1024), Constraint::at_most('N', 1024)})));
+    }
+
     LadderEntry cublas;
     cublas.name = "cublas";
     cublas.baseline = true;
