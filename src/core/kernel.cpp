@@ -1,5 +1,6 @@
 #include "kernel.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace fastgemm {
@@ -32,6 +33,13 @@ private:
 };
 
 }  // namespace
+
+double Launch::run_repeated(int calls) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) run();
+    finish();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(calls, 1);
+}
 
 std::unique_ptr<Launch> Kernel::bind(const Problem& p, const float* A, const float* B,
                                      float* C) const {

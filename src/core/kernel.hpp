@@ -32,6 +32,11 @@ public:
     virtual ~Launch() = default;
     virtual Timing run() = 0;    // C = alpha * op(A) op(B) + beta * C, once
     virtual void finish() {}     // copy back / synchronise so that C holds the result
+    // Seconds per call of `calls` back-to-back runs, finished once at the end: what a
+    // caller's loop of small calls costs, where an asynchronous device overlaps one
+    // call's launch with the previous call's arithmetic (neither max(device_s, launch_s)
+    // nor their sum: a launch of several kernels keeps the device waiting between them).
+    virtual double run_repeated(int calls);
 };
 
 class Kernel {

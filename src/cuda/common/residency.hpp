@@ -20,5 +20,15 @@ int64_t resident_blocks(Kernel* kernel, int threads, int smem_bytes) {
     return resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem_bytes);
 }
 
+// Allows `kernel` `smem_bytes` of dynamic shared memory on the current GPU (a launch of
+// more than 48 KiB needs it), asking the driver once per kernel, device and size: a
+// driver call on every launch is a measurable part of a small product's host time.
+void allow_dynamic_smem(const void* kernel, int smem_bytes);
+
+template <class Kernel>
+void allow_dynamic_smem(Kernel* kernel, int smem_bytes) {
+    allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
+}
+
 }  // namespace cuda
 }  // namespace fastgemm

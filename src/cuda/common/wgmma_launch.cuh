@@ -9,6 +9,7 @@
 #include "cuda/ladder.hpp"
 #include "cuda/common/nonfinite.cuh"
 #include "cuda/common/operand_prep.cuh"
+#include "cuda/common/residency.hpp"
 #include "cuda/common/tma_map.hpp"
 #include "cuda/common/wgmma_gemm.cuh"
 #include "cuda/common/wgmma_persistent.cuh"
@@ -83,14 +84,13 @@ void launch_wgmma_persistent(const DeviceOperands& p, cudaStream_t stream, Works
     }
     // The whole tiles, then the tail.
     auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::whole_tiles>;
-    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
     kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
                                                                    SplitKSlabs{});
     FASTGEMM_CUDA_CHECK_LAUNCH();
     if (ts.tail_tiles > 0) {
         auto tail_kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::stream_k_tail>;
-        FASTGEMM_CUDA_CHECK(
-            cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+        allow_dynamic_smem(tail_kernel, Cfg::SMEM_BYTES);
         tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
                                                                    SplitKSlabs{});
         FASTGEMM_CUDA_CHECK_LAUNCH();
@@ -126,7 +126,7 @@ void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspac
     const int64_t unit_count = tiles * S;
     const unsigned blocks = unsigned(unit_count < sms ? unit_count : sms);
     auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::split_k>;
-    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
     kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, units, nullptr, slabs);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     // fp32x3: the 64 x 64 regions whose sums are not finite go to the IEEE fallback.

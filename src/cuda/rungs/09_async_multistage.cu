@@ -13,6 +13,7 @@
 #include "cuda/common/launch_checks.hpp"
 #include "cuda/ladder.hpp"
 #include "cuda/common/raster.cuh"
+#include "cuda/common/residency.hpp"
 #include "cuda/common/warp_tile.cuh"
 
 namespace fastgemm {
@@ -82,7 +83,7 @@ void launch_multistage(const DeviceOperands& p, cudaStream_t stream, const char*
     require_vector_alignment(p, name, true, true, true);
     auto kernel = async_multistage_kernel<S>;
     const int smem = S::STAGES * S::kStageFloats * int(sizeof(float));
-    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    allow_dynamic_smem(kernel, smem);
     const unsigned blocks = unsigned((q.M / S::BM) * (q.N / S::BN));
     kernel<<<blocks, S::kThreads, smem, stream>>>(p);
     FASTGEMM_CUDA_CHECK_LAUNCH();

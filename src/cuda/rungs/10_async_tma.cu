@@ -464,8 +464,7 @@ void launch_async_tma(const DeviceOperands& p, cudaStream_t stream, Workspace& w
         FASTGEMM_CUDA_CHECK_LAUNCH();
         if (ts.tail_tiles > 0) {
             auto tail_kernel = async_tma_tail_kernel<Cfg>;
-            FASTGEMM_CUDA_CHECK(
-                cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+            allow_dynamic_smem(tail_kernel, Cfg::SMEM_BYTES);
             tail_kernel<<<unsigned(round), Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_at, map_b, p, ts);
             FASTGEMM_CUDA_CHECK_LAUNCH();
         }

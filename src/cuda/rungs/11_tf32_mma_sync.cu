@@ -12,6 +12,7 @@
 // alpha and beta are handled by the scalar path and the epilogue.
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/device_common.cuh"
+#include "cuda/common/residency.hpp"
 #include "cuda/ladder.hpp"
 
 namespace fastgemm {
@@ -145,7 +146,7 @@ void launch_tf32_mma_sync_128x128(const DeviceOperands& p, cudaStream_t stream, 
                      q.ldb % 4 == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(p.B) % 16 == 0;
     auto kernel = vec ? tf32_mma_sync_kernel<true> : tf32_mma_sync_kernel<false>;
-    FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    allow_dynamic_smem(kernel, kSmemBytes);
     dim3 grid(unsigned(ceil_div(q.N, BN)), unsigned(ceil_div(q.M, BM)));
     kernel<<<grid, kThreads, kSmemBytes, stream>>>(p);
     FASTGEMM_CUDA_CHECK_LAUNCH();

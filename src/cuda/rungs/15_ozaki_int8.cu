@@ -39,6 +39,7 @@
 #include "cuda/common/ozaki_operands.cuh"
 #include "cuda/common/ozaki_wgmma.cuh"
 #include "cuda/common/raster.cuh"
+#include "cuda/common/residency.hpp"
 #include "cuda/common/scale_c.cuh"
 #include "cuda/ladder.hpp"
 #include "ozaki/ozaki_scheme.hpp"
@@ -377,8 +378,7 @@ void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Wor
     const int64_t regions = ceil_div(q.M, oz::kRegion) * ceil_div(q.N, oz::kRegion);
     args.fallback = static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int)));
     FASTGEMM_CUDA_CHECK(cudaMemsetAsync(args.fallback, 0, sizeof(int), stream));
-    FASTGEMM_CUDA_CHECK(
-        cudaFuncSetAttribute(ozaki_int8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM_BYTES));
+    allow_dynamic_smem(ozaki_int8_kernel, Cfg::SMEM_BYTES);
     ozaki_int8_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_a, map_b, args);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     gemm_ieee_listed(p, args.fallback, int(regions), oz::kRegion, oz::kRegion, stream);
