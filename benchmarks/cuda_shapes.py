@@ -339,7 +339,7 @@ def torch_times(fastgemm, _fastgemm, torch, shape: Shape, time_call) -> dict:
     return out
 
 
-def numpy_times(fastgemm, torch, np, shape: Shape) -> dict:
+def numpy_times(fastgemm, _fastgemm, torch, np, shape: Shape) -> dict:
     """fastgemm.sgemm on numpy arrays against numpy and torch's copy + matmul + copy."""
     rng = np.random.default_rng(shape.M + shape.N + shape.K)
     A = rng.uniform(-1, 1, (shape.K, shape.M) if shape.trans_a else (shape.M, shape.K)).astype(np.float32)
@@ -347,6 +347,7 @@ def numpy_times(fastgemm, torch, np, shape: Shape) -> dict:
     opA, opB = (A.T if shape.trans_a else A), (B.T if shape.trans_b else B)
     C, Cn = np.empty((shape.M, shape.N), np.float32), np.empty((shape.M, shape.N), np.float32)
     kw = _sgemm_kwargs(fastgemm)
+    refused_before = set(fastgemm.autotune.rejections())
 
     def torch_copy():
         a, b = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
@@ -359,7 +360,13 @@ def numpy_times(fastgemm, torch, np, shape: Shape) -> dict:
     ref = opA[rows].astype(np.float64) @ opB.astype(np.float64)
     norm = np.linalg.norm(ref) or 1.0
     err = lambda X: float(np.linalg.norm(X[rows].astype(np.float64) - ref) / norm)  # noqa: E731
-    return dict(numpy_fastgemm=entry(shape, fast_ms, err(C), "auto"), numpy=entry(shape, numpy_ms, err(Cn), "numpy"),
+    # What "auto" chose for host arrays (backend/kernel from the tuning table) and the
+    # candidates it refused on the way, so that a slow pick can be told from a refusal.
+    key = _fastgemm.shape_class("auto", shape.M, shape.N, shape.K, shape.trans_a, shape.trans_b)
+    picked = fastgemm.autotune.table().get(key, "auto")
+    refused = [r for r in fastgemm.autotune.rejections() if r not in refused_before]
+    return dict(numpy_fastgemm=entry(shape, fast_ms, err(C), picked, refused=refused),
+                numpy=entry(shape, numpy_ms, err(Cn), "numpy"),
                 torch_copy=entry(shape, copy_ms, err(torch_copy().numpy()), "torch copy+matmul+copy"))
 
 
@@ -474,7 +481,7 @@ def main(argv=None) -> int:
             res["auto_torch"] = entry(shape, None, error=f"{type(e).__name__}: {e}")
         if shape.flops <= args.numpy_max_gflop * 1e9:
             try:
-                res.update(numpy_times(fastgemm, torch, np, shape))
+                res.update(numpy_times(fastgemm, _fastgemm, torch, np, shape))
             except Exception as e:  # noqa: BLE001
                 res["numpy_fastgemm"] = entry(shape, None, error=f"{type(e).__name__}: {e}")
         torch.cuda.empty_cache()
