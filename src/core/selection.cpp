@@ -287,6 +287,9 @@ constexpr double kMargin = 0.03;        // the preferred candidate's advantage i
 constexpr double kShortCall = 20e-6;   // seconds: shorter calls are timed in batches
 constexpr double kLoopTimed = 200e-6;  // seconds: shorter synthetic runs are timed as a loop
 constexpr double kLoopSeconds = 1e-3;  // of about this long
+// Host time of the Python device-array entry itself (fastgemm.sgemm on torch tensors,
+// before the native launch): 2-5 us a call on the H200 machines (docs/cuda-notes.md).
+constexpr double kEntryCost = 5e-6;
 
 
 // Times each candidate running `call(k)` (which returns seconds, or throws) in
@@ -417,12 +420,17 @@ const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p,
         // the launch, not the kernel (cuBLAS's launch alone outlasts a 256^3 product),
         // and a launch of several kernels idles the GPU between them; a short call is
         // therefore timed as a loop of back-to-back calls.
+        // A loop in Python also pays the entry's own cost on every call, on top of an
+        // asynchronous launch: a host-bound candidate loses it all, a device-bound one
+        // hides it behind the device's work.
         const double one = r.call_min();
         if (!(one < kLoopTimed)) return one;
         std::vector<float> C = bench.C_initial();
         auto launch = k.bind(dense, bench.A().data(), bench.B().data(), C.data());
         const int calls = int(std::clamp(kLoopSeconds / std::max(one, 1e-7), 4.0, 200.0));
-        return launch->run_repeated(calls);
+        const double loop = launch->run_repeated(calls);
+        const double queue = r.launch_s.empty() ? 0.0 : *std::min_element(r.launch_s.begin(), r.launch_s.end());
+        return queue > 0.0 ? std::max(loop, queue + kEntryCost) : loop;  // 0: computed on the host
     };
     return tournament(cands, call, [&](const Kernel&) { return passed; });
 }
