@@ -306,6 +306,13 @@ def test_unsupported_constructs_are_named_with_a_line():
         emu.compile(src)
     first = str(e.value).splitlines()[0]
     assert "<source>:4: unsupported: some_intrinsic_nobody_has" in first
+    to_int = ("#include <metal_stdlib>\nusing namespace metal;\n"
+              "kernel void k(device uint* y [[buffer(0)]], device bfloat* b [[buffer(1)]]) {\n"
+              "  uint u; u = b[0]; y[0] = u;\n}\n")
+    with pytest.raises(emu.EmuCompileError) as e:
+        emu.compile(to_int)
+    first = str(e.value).splitlines()[0]
+    assert "<source>:4: unsupported: implicit conversion from bfloat to " in first and "(write " in first, first
     # argument buffers run (test_emu_argument_buffers.py), but not of a template struct
     argbuf = ("#include <metal_stdlib>\nusing namespace metal;\n"
               "template <typename T> struct Args { device T* data [[id(0)]]; };\n"

@@ -185,3 +185,63 @@ def test_run_refuses_arguments_naming_them(change, error, expect, tmp_path):
     args.update(change)
     with pytest.raises(error, match=expect):
         mod.run(args.pop("kernel"), **args)
+
+
+CACHE_PROBE = r"""
+import sys
+from pathlib import Path
+from fastgemm import emu
+mod = emu.compile(Path(sys.argv[1]))
+print(mod.path)
+"""
+
+
+def test_module_cache_is_shared_across_processes(tmp_path):
+    """The cache key depends on the source and the files it includes, not on anything a
+    process chooses (such as a temporary folder): a second process reuses the module, and
+    changing an included file gives another one."""
+    import os
+    import subprocess
+    import sys
+    cache = tmp_path / "cache"
+    (tmp_path / "helper.h").write_text("inline float bump(float x) { return x + 1.0f; }\n")
+    src = tmp_path / "k.metal"
+    src.write_text('#include <metal_stdlib>\n#include "helper.h"\nusing namespace metal;\n'
+                   "kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) "
+                   "{ x[i] = bump(x[i]); }\n")
+    env = dict(os.environ, FASTGEMM_EMU_CACHE=str(cache))
+
+    def module_path():
+        proc = subprocess.run([sys.executable, "-c", CACHE_PROBE, str(src)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return Path(proc.stdout.strip())
+
+    first = module_path()
+    built = first.stat().st_mtime_ns
+    assert module_path() == first
+    assert first.stat().st_mtime_ns == built  # reused, not rebuilt
+    modules = lambda: {p.name for p in cache.iterdir() if p.is_dir() and not p.name.startswith("runtime-")}  # noqa: E731
+    assert modules() == {first.parent.name}
+    (tmp_path / "helper.h").write_text("inline float bump(float x) { return x + 2.0f; }\n")
+    second = module_path()
+    assert second != first and len(modules()) == 2
+
+
+def test_a_string_that_can_only_be_a_path_must_name_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("kernels.metl", "shaders/gemm", "gemm_kernel"):
+        with pytest.raises(FileNotFoundError, match=repr(name)):
+            emu.compile(name)
+    with pytest.raises(FileNotFoundError, match="folder"):
+        emu.compile(str(tmp_path))
+    # an existing file is read whatever its extension; one-line source text is still text
+    body = "kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = 3; }"
+    (tmp_path / "k.comp").write_text(body + "\n")
+    x = np.zeros(4, np.float32)
+    emu.run("k.comp", "k", threadgroups=1, threads_per_threadgroup=4, buffers=[x])
+    assert x.tolist() == [3, 3, 3, 3]
+    x[:] = 0
+    emu.run(body, "k", threadgroups=1, threads_per_threadgroup=4, buffers=[x])
+    assert x.tolist() == [3, 3, 3, 3]
+    assert emu.compile(str(tmp_path / "k.comp")).display == str(tmp_path / "k.comp")

@@ -126,6 +126,32 @@ def _extra_flags() -> List[str]:
     return _split_env("FASTGEMM_EMU_CXXFLAGS", "")
 
 
+_compiler_ids: Dict[tuple, str] = {}
+
+
+def _compiler_identity(cxx: List[str]) -> str:
+    """What the compiler command resolves to, for cache keys: the executable's real path,
+    size and modification time, and its --version line. A `c++` that now names another
+    compiler, or the same compiler upgraded, gives another key. Once per process."""
+    key = tuple(cxx)
+    if key not in _compiler_ids:
+        exe = shutil.which(cxx[0])
+        real = os.path.realpath(exe) if exe else cxx[0]
+        try:
+            st = os.stat(real)
+            stamp = f"{st.st_size}:{st.st_mtime_ns}"
+        except OSError:
+            stamp = "?"
+        try:
+            proc = subprocess.run(cxx + ["--version"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, timeout=60)
+            version = proc.stdout.strip().split("\n", 1)[0]
+        except (OSError, subprocess.SubprocessError):
+            version = "?"
+        _compiler_ids[key] = f"{real} {stamp} {version}"
+    return _compiler_ids[key]
+
+
 def _hash_files(h, paths: Iterable[Path]):
     for p in sorted(paths):
         h.update(str(p.name).encode())
@@ -160,7 +186,7 @@ def _runtime_objects(cxx: List[str], flags: List[str]) -> List[Path]:
     d = emu_dir()
     sources = sorted((d / "runtime").glob("*.cpp"))
     h = hashlib.sha256()
-    h.update(repr((cxx, flags)).encode())
+    h.update(repr((cxx, _compiler_identity(cxx), flags)).encode())
     _hash_files(h, sources + sorted((d / "runtime").glob("*.hpp")) +
                 sorted((d / "include" / "fgemu").glob("*.hpp")))
     out = _cache_dir() / ("runtime-" + h.hexdigest()[:20])
@@ -472,6 +498,8 @@ def _explain_compile_error(output: str, display: str) -> str:
         (r"'([^']+)' has not been declared", "{0}"),
         (r"variable or field '([^']+)' declared void", "{0}"),
         (r"no matching function for call to '([^']+)'", "{0}"),
+        # bfloat converts implicitly to float only (docs/metal-emu.md says why).
+        (r"cannot convert '(bfloat)' to '([^']+)'", "implicit conversion from {0} to {1} (write {1}(x))"),
     ]
     construct = None
     for rx, fmt in rules:
@@ -492,7 +520,8 @@ def _options_key(display, cxx, flags, include_dirs, trusted, defines):
 def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public name)
             include_dirs: Sequence[Union[str, os.PathLike]] = (), trusted: bool = False,
             defines: Sequence[str] = ()) -> EmuModule:
-    """Translate and compile an MSL source (text or path), cached by content hash.
+    """Translate and compile an MSL source (text or path, as for run()), cached under a key
+    of the translated source, the files it includes, the options and the compiler.
 
     include_dirs: extra folders for #include (like -I for `xcrun metal`); the source's own
         folder is always searched.
@@ -524,9 +553,13 @@ def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public na
     lines = scan.LineMap(glue)
     if not trusted:
         _policy_check_source(glue, lines)
+    # The key: the translated source (the source and every file it includes, expanded, with
+    # line markers naming those files), the options, the compiler and the emulator's own
+    # files. Nothing that changes from one process to the next, so every process reuses a
+    # module compiled once.
     h = hashlib.sha256()
     h.update(glue.encode())
-    h.update(repr((cxx, flags, trusted)).encode())
+    h.update(repr((cxx, _compiler_identity(cxx), flags, trusted)).encode())
     _hash_files(h, [d / "msl_scan.py"] + sorted(p for p in (d / "include").rglob("*") if p.is_file()) +
                 sorted((d / "runtime").glob("*")))
     key = h.hexdigest()[:24]
@@ -598,7 +631,9 @@ def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, b
         trusted=False, defines=(), textures=None) -> None:
     """Run `kernel` of an MSL source like dispatchThreadgroups:threadsPerThreadgroup:.
 
-    source_or_path: MSL text, or a path to a .metal file (its folder is on the include path).
+    source_or_path: MSL text, or a path (its folder is on the include path). A one-line string
+        is a path unless it contains one of { } ; # (see _read_source); a path that names
+        no file raises FileNotFoundError.
     kernel: a kernel function name or the [[host_name]] of a template instantiation.
     threadgroups, threads_per_threadgroup: int or 1-, 2- or 3-tuples (missing sizes are 1).
     buffers: list (position = [[buffer(n)]] index; None leaves an index unbound) or dict
@@ -848,19 +883,43 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
 
 # ---- helpers -------------------------------------------------------------------------------
 
+# Characters that every MSL source with a declaration has and file names in practice do not:
+# a one-line string with none of them is a path, never source text.
+_SOURCE_MARKS = frozenset("{};#")
+
+
 def _read_source(src) -> Tuple[str, str, Path]:
-    if isinstance(src, os.PathLike) or (isinstance(src, str) and "\n" not in src
-                                        and src.strip().endswith((".metal", ".h", ".msl"))):
-        p = Path(src).resolve()
-        if not p.is_file():
-            raise FileNotFoundError(f"no such MSL file: {p}")
+    """(text, display name, folder for includes) of a source given as text or as a path.
+
+    A path-like object is a path. A string is MSL source text when it has a newline; else it
+    is a path when it names an existing file, and source text when it has one of { } ; #.
+    Any other string (`"kernels.metl"`, `"shaders/gemm"`) can only be a path, so a missing
+    file raises FileNotFoundError naming it instead of compiling the name as MSL."""
+    if isinstance(src, str) and "\n" not in src:
         try:
-            return p.read_text(encoding="utf-8"), str(p), p.parent
-        except UnicodeDecodeError as e:
-            raise ValueError(f"source {p} is not UTF-8 text (byte {e.start}): not an MSL source") from None
+            names_file = bool(src.strip()) and Path(src).is_file()
+        except (OSError, ValueError):  # too long for a file name, or a NUL
+            names_file = False
+        if names_file or (src.strip() and not _SOURCE_MARKS & set(src)):
+            return _read_path(src)
+    if isinstance(src, os.PathLike):
+        return _read_path(src)
     if not isinstance(src, str):
         raise TypeError("source_or_path must be MSL text or a path")
     return src, "<source>", Path.cwd()
+
+
+def _read_path(src) -> Tuple[str, str, Path]:
+    p = Path(src).resolve()
+    if not p.is_file():
+        what = "a folder, not an MSL file" if p.is_dir() else "no such file"
+        rule = (". A string without a newline is a path unless it contains one of { } ; # "
+                "(then it is MSL text)") if isinstance(src, str) else ""
+        raise FileNotFoundError(f"source_or_path {str(src)!r}: {what} ({p}){rule}")
+    try:
+        return p.read_text(encoding="utf-8"), str(p), p.parent
+    except UnicodeDecodeError as e:
+        raise ValueError(f"source {p} is not UTF-8 text (byte {e.start}): not an MSL source") from None
 
 
 def _size3(v, what) -> Tuple[int, int, int]:

@@ -365,7 +365,17 @@ def preprocess(src: str, display: str, base: Path, include_dirs: Sequence[Path] 
         errs = [l for l in proc.stderr.splitlines() if "error" in l][:3]
         msg = "\n".join(e.replace("<stdin>", display) for e in errs) or proc.stderr.strip()
         raise ScanError(f"preprocessing failed:\n{msg}")
-    return proc.stdout.replace('"<stdin>"', '"' + display.replace("\\", "\\\\") + '"')
+    # Line markers name files as string literals. The stubs' temporary folder is renamed to
+    # the shim folder, whose headers the compile pass includes under the same names: the
+    # text then depends only on the inputs (the module cache is keyed by it) and its line
+    # markers name files that exist.
+    out = proc.stdout.replace('"' + _marker_path(stub_dir) + "/", '"' + _marker_path(str(SHIM_DIR)) + "/")
+    return out.replace('"<stdin>"', '"' + _marker_path(display) + '"')
+
+
+def _marker_path(path: str) -> str:
+    """A file name as the preprocessor writes it inside a line marker's quotes."""
+    return path.replace("\\", "\\\\").replace('"', '\\"')
 
 
 class LineMap:
@@ -904,7 +914,38 @@ _SWIZZLE = re.compile(r"(\.|->)(\s*)([xyzw]{2,4}|[rgba]{2,4})\b(?!\s*\()")
 _SWIZZLE_INDEX = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
 # A floating literal without suffix is a float in MSL (there is no double).
 _FLOAT_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?![\w.])")
-_HALF_LITERAL = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)[hH]\b")
+# Half literals: MSL's `1.5h`, and the `F16` suffix of _Float16 (Metal's half), which the
+# compiler's own limit macros (__FLT16_MAX__, __FLT16_EPSILON__, ...) expand to and which g++
+# rejects in C++. Both become half(<float literal>): exact, since a half value is a float.
+_HALF_LITERAL = re.compile(
+    r"(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?"
+    r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+)(?:[hH]|[fF]16)\b")
+
+
+def half_literal(hm: "re.Match") -> str:
+    """The half(...) expression for a half literal matched by _HALF_LITERAL."""
+    num = hm.group(1)
+    if not re.search(r"[.eEpP]", num):
+        num += ".0"  # `2h`: 2f would not be a C++ literal
+    return f"half({num}f)"
+
+
+_DECL_ATTRIBUTE = re.compile(r"\b(?:__attribute__\s*\(\(|alignas\s*\()")
+
+
+def blank_decl_attributes(decl: str) -> str:
+    """`__attribute__((...))` and `alignas(...)` in a declaration replaced by spaces (the
+    length kept), so that the names it declares can be read: in
+    `threadgroup __attribute__((aligned(16))) float buf[16];` the name is buf."""
+    out = decl
+    for am in _DECL_ATTRIBUTE.finditer(decl):
+        open_paren = decl.index("(", am.start())
+        try:
+            close = match_close(decl, open_paren, "(", ")")
+        except ScanError:
+            continue
+        out = out[:am.start()] + blank(decl[am.start():close + 1]) + out[close + 1:]
+    return out
 
 
 def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
@@ -940,6 +981,17 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
         res.function_constants.append(FunctionConstant(int_constant(arg), f"{ns}::{names[-1]}" if ns else names[-1]))
         fc_names[names[-1]] = True
         fc_done.add(st + re.search(r"\bconstant\b", head).start())
+    def storage_edit(s0: int, s1: int, rep: str):
+        """The address-space keyword at s0..s1 replaced by storage specifiers `rep`. An
+        `alignas(n)` right after the keyword (`threadgroup alignas(16) float t[4];`) moves
+        before them: C++ accepts it only at the start of the declaration."""
+        am = re.match(r"\s*alignas\s*\(", m_noattr[s1:])
+        if not am:
+            return (s0, s1, rep)
+        close = match_close(m_noattr, s1 + am.end() - 1, "(", ")")
+        moved = pp[s1:close + 1]
+        return (s0, close + 1, " ".join(moved.split()) + " " + rep + "\n" * moved.count("\n"))
+
     for km in re.finditer(r"\b(threadgroup|constant)\b", m_noattr):
         word, s0 = km.group(1), km.start()
         if s0 in fc_done:
@@ -951,7 +1003,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
         end = m_noattr.find(";", s0)
         if end < 0:
             continue
-        decl = m_noattr[km.end():end]
+        decl = blank_decl_attributes(m_noattr[km.end():end])
         if "(" in decl.split("=")[0] and word == "constant" and "[" not in decl.split("=")[0]:
             continue  # a function returning a constant-space value
         names = declarators(decl)
@@ -961,7 +1013,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
         if word == "threadgroup":
             if not inside or inside[-1].kind in ("namespace", "class"):
                 continue
-            edits.append((s0, km.end(), "_FG_TG_VAR_"))
+            edits.append(storage_edit(s0, km.end(), "_FG_TG_VAR_"))
             poison = "".join(f" ::fgemu::tg_var(&{n}, sizeof({n}));" for n in names if n)
             edits.append((end + 1, end + 1, poison))
             continue
@@ -990,7 +1042,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
         if re.search(r"\bconst(expr)?\b", decl.split("=")[0]) or \
                 (pj >= 0 and re.search(r"\bconstexpr\s*$", m_noattr[:s0])):
             # `constant constexpr const int x = 0;`: static, and const as written
-            edits.append((s0, km.end(), "static  "))
+            edits.append(storage_edit(s0, km.end(), "static  "))
             cst_at.add(s0)
             continue
         eq = decl.find("=")
@@ -1001,14 +1053,14 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
             fn = f"_fg_fcd_{derived}"
             derived += 1
             expr = pp[km.end() + eq + 1:end]
-            edits.append((s0, km.end(), "_FG_FCD_"))
+            edits.append(storage_edit(s0, km.end(), "_FG_FCD_"))
             edits.append((km.end() + eq, end, blank(pp[km.end() + eq:end])))
             edits.append((end + 1, end + 1,
                           f" inline void {fn}() {{ {names[0]} = decltype({names[0]})({' '.join(expr.split())}); }}"))
             res.derived_constants.append(qual(fn))
             fc_names[names[0]] = True  # constants computed from this one are derived too
         else:
-            edits.append((s0, km.end(), "_FG_CST_"))
+            edits.append(storage_edit(s0, km.end(), "_FG_CST_"))
         cst_at.add(s0)
     # `const constant T&` would read `const const`; member functions qualified by an address
     # space (`T& operator[](size_t) const constant`) keep only const.
@@ -1029,7 +1081,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
     # declared.
     for gm in re.finditer(r"([A-Za-z_]\w*)((?:\s*\[[^\]\[]*\])+)\s*=\s*\{\s*\[\s*0\s*\.\.\.[^\]]*\]\s*=\s*"
                           r"([^{};]+?)\s*\}\s*;", m_noattr):
-        value = _HALF_LITERAL.sub(lambda h: f"half({h.group(1)}f)", pp[gm.start(3):gm.end(3)])
+        value = _HALF_LITERAL.sub(half_literal, pp[gm.start(3):gm.end(3)])
         eq = m_noattr.index("=", gm.end(2))
         edits.append((eq, gm.end(), f"; ::fgemu::fill_all({gm.group(1)}, {value});" +
                       "\n" * pp.count("\n", eq, gm.end())))
@@ -1037,7 +1089,7 @@ def rewrite(pp, m, m_noattr, attrs, braces, lines, res: Scan) -> str:
                    class_duplicates(m_noattr, braces)):
         edits.append((a, b, blank(pp[a:b])))
     for hm in _HALF_LITERAL.finditer(m_noattr):
-        edits.append((hm.start(), hm.end(), f"half({hm.group(1)}f)"))
+        edits.append((hm.start(), hm.end(), half_literal(hm)))
     for fm in _FLOAT_LITERAL.finditer(m_noattr):
         edits.append((fm.end(), fm.end(), "f"))
     # Multi-component swizzles, unless the name is also declared (a struct field).
@@ -1100,20 +1152,41 @@ def cxx_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def _explicit_template_args(head: str) -> bool:
+    """Whether a function declaration head (`R f<int>(int x) const`) names explicit template
+    arguments right before its parameter list."""
+    close = head.rfind(")")
+    if close < 0:
+        return False
+    open_paren = match_open_back(head, close, "(", ")")
+    before = head[:open_paren].rstrip()
+    if re.search(r"\boperator\s*(?:>|>>|>=|>>=|->)$", before):
+        return False  # operator>(...) and friends
+    return before.endswith(">")
+
+
 def hoist_member_specializations(text: str) -> str:
-    """Explicit specialisations of member function templates inside a (non-template) class,
-    which Clang and so Metal accept and GCC does not, move after the class as
-    `template <> R Class::f(...) {...}` (joined on one line, so later lines keep their
-    numbers)."""
+    """Explicit specialisations of member function templates at class scope, which Clang and
+    so Metal accept and GCC does not (`template <> R f(A a)` inside the class body).
+
+    Inside a plain class they move after the class as `template <> R Class::f(...) {...}`
+    (joined on one line, so later lines keep their numbers). Inside a class template they
+    cannot move out (a member of a template is specialised only with the whole class), so
+    `template <>` is dropped and the function stays where it is as a non-template overload:
+    for any call whose arguments deduce the specialised types, overload resolution prefers a
+    non-template function to a template specialisation with the same parameters, so it runs
+    what Metal runs. Specialisations that name explicit template arguments (`f<int>(...)`)
+    are left to the compiler, which names them."""
     m = blank_directives(mask(text))
     braces = brace_tree(m)
     moves = []  # (start, end, class close, text)
+    drops = []  # (start, end) of `template <>` kept as a non-template overload
     for b in braces:
         if b.kind != "class" or not b.name or b.close < 0:
             continue
         before = m[max(0, b.open - 400):b.open]
-        if re.search(r"template\s*<[^{};]*>\s*(?:struct|class|union)\s+" + re.escape(b.name) + r"\b[^{};]*$", before):
-            continue  # a class template: its members' specialisations cannot move out alone
+        in_template = re.search(r"template\s*<[^{};]*>\s*(?:struct|class|union)\s+" +
+                                re.escape(b.name) + r"\b[^{};]*$", before) is not None
         inner = [x for x in braces if b.open < x.open < b.close]
         for tm in re.finditer(r"\btemplate\s*<\s*>", m[b.open:b.close]):
             st = b.open + tm.start()
@@ -1123,6 +1196,11 @@ def hoist_member_specializations(text: str) -> str:
             if body is None or ";" in m[st:body.open]:
                 continue
             head = text[st + (tm.end() - tm.start()):body.open]
+            if in_template:
+                mhead = m[st + (tm.end() - tm.start()):body.open]
+                if "(" in mhead and not _explicit_template_args(mhead):
+                    drops.append((st, b.open + tm.end()))
+                continue
             op = re.search(r"\boperator\b", head)
             if op:
                 at = op.start()
@@ -1134,7 +1212,7 @@ def hoist_member_specializations(text: str) -> str:
                 at = idm[-1].start()
             moved = "template <> " + head[:at] + b.name + "::" + head[at:] + text[body.open:body.close + 1]
             moves.append((st, body.close + 1, b.close, " ".join(moved.split())))
-    if not moves:
+    if not moves and not drops:
         return text
     out = text
     # insert after each class's closing brace (and its `;`), then blank the originals
@@ -1143,6 +1221,7 @@ def hoist_member_specializations(text: str) -> str:
         semi = re.match(r"\s*;", m[close + 1:])
         ends.setdefault(close + 1 + (semi.end() if semi else 0), []).append(mv)
     ops = [(st, en, blank(text[st:en])) for st, en, _, _ in moves]
+    ops += [(st, en, blank(text[st:en])) for st, en in drops]
     ops += [(pos, pos, " " + " ".join(mvs)) for pos, mvs in ends.items()]
     for a, b_, rep in sorted(ops, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:a] + rep + out[b_:]

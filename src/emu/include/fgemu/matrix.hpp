@@ -1,6 +1,6 @@
 // MSL matrix types (metal_matrix): matrix<T, Cols, Rows> stored as Cols column vectors of Rows
 // components (float3x3 is three float3 columns, 48 bytes, as in MSL), with the constructors,
-// products and functions Metal defines: m * v, v * m, m * m, scalar products, transpose,
+// products and functions Metal defines: m * v, v * m, m * m, scalar products and m / s, transpose,
 // determinant.
 #pragma once
 
@@ -75,6 +75,15 @@ matrix<T, C, R> operator*(const matrix<T, C, R>& a, U s) {
 }
 template <class T, int C, int R, class U, std::enable_if_t<fgemu::is_scalar_v<U>, int> = 0>
 matrix<T, C, R> operator*(U s, const matrix<T, C, R>& a) { return a * s; }
+// m / s divides every element by s (each column as a vector).
+template <class T, int C, int R, class U, std::enable_if_t<fgemu::is_scalar_v<U>, int> = 0>
+matrix<T, C, R> operator/(const matrix<T, C, R>& a, U s) {
+    matrix<T, C, R> out = a;
+    for (int c = 0; c < C; ++c) out.columns[c] = out.columns[c] / T(s);
+    return out;
+}
+template <class T, int C, int R, class U, std::enable_if_t<fgemu::is_scalar_v<U>, int> = 0>
+matrix<T, C, R>& operator/=(matrix<T, C, R>& a, U s) { return a = a / s; }
 template <class T, int C, int R>
 matrix<T, C, R> operator+(const matrix<T, C, R>& a, const matrix<T, C, R>& b) {
     matrix<T, C, R> out = a;

@@ -31,8 +31,13 @@ struct bfloat {
     constexpr bfloat& operator=(float f) { bits = round(f); return *this; }
     constexpr bfloat& operator=(double d) { bits = round(float(d)); return *this; }
     bfloat& operator=(half h) { bits = round(float(h)); return *this; }
+    // Assignment from any integer (bool and char included) converts as MSL does. An exact
+    // match for every integer type: otherwise `b = 0` could reach bfloat through float,
+    // double or half assignment, or through the integer constructor, and be ambiguous.
     template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
-    constexpr bfloat(I i) : bfloat(float(i)) {}
+    constexpr bfloat& operator=(I i) { bits = round_integer(i); return *this; }
+    template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+    constexpr bfloat(I i) : bits(round_integer(i)) {}
     // Implicit only to float, double and bool: a plain `operator float` would also convert
     // bfloat to int (through float), making `c ? 0 : bf` ambiguous.
     template <class F, std::enable_if_t<std::is_same_v<F, float> || std::is_same_v<F, double> ||
@@ -46,6 +51,24 @@ struct bfloat {
         const uint32_t u = std::bit_cast<uint32_t>(f);
         if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // quiet NaN
         return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    // An integer rounded once, to nearest even, to bfloat's 8 significant bits. Going
+    // through float would round twice for integers above 2^24 (2^24 + 2^16 + 1 would
+    // become 2^24 instead of 2^24 + 2^17).
+    template <class I>
+    static constexpr uint16_t round_integer(I i) {
+        const bool neg = std::is_signed_v<I> && i < 0;
+        uint64_t mag = neg ? uint64_t(0) - uint64_t(i) : uint64_t(i);
+        int shift = 0;
+        if (mag >> 8) {
+            shift = 63 - std::countl_zero(mag) - 7;  // drop all but the top 8 bits
+            const uint64_t rest = mag & ((uint64_t(1) << shift) - 1);
+            const uint64_t half_ulp = uint64_t(1) << (shift - 1);
+            mag >>= shift;
+            if (rest > half_ulp || (rest == half_ulp && (mag & 1))) ++mag;  // mag <= 256
+        }
+        const float f = float(mag) * float(uint64_t(1) << shift);  // exact: <= 9 bits
+        return round(neg ? -f : f);
     }
     static constexpr bfloat from_bits(uint16_t b) {
         bfloat r{};

@@ -89,7 +89,22 @@ struct alignas(detail::align_of(sizeof(T), N, Packed)) vec
     constexpr vec(U s) : detail::storage_base<T, detail::storage(N, Packed), N>{} {
         for (int i = 0; i < N; ++i) this->v[i] = T(s);
     }
-    // Components and sub-vectors: float4(a, b, c, d), float4(xy, zw), float3(xy, z).
+    // Brace initialisation from scalars of one type, `uint4 k = {a, b, c};`, `float4 v = {1};`:
+    // the values fill the first lanes and the remaining lanes are zero, as for Metal's
+    // vectors (a braced list is never a broadcast). A list of mixed types, or with
+    // sub-vectors, goes to the constructor below and must give all N components.
+    template <class U, std::enable_if_t<fgemu::is_scalar_v<U>, int> = 0>
+    constexpr vec(std::initializer_list<U> l)
+        : detail::storage_base<T, detail::storage(N, Packed), N>{} {
+        int k = 0;
+        for (const U& u : l) {
+            if (k == N) fgemu::fail("too many values in a vector's brace initialiser");
+            this->v[k++] = T(u);
+        }
+        for (; k < N; ++k) this->v[k] = T(0);
+    }
+    // Components and sub-vectors: float4(a, b, c, d), float4(xy, zw), float3(xy, z), exactly
+    // N components, as Metal's constructors require (float4(xy, z) is an error there too).
     template <class A0, class A1, class... As,
               std::enable_if_t<(detail::count_components<A0>() + detail::count_components<A1>() +
                                 (0 + ... + detail::count_components<As>())) == N, int> = 0>
