@@ -982,3 +982,103 @@ def test_mixed_host_and_device_is_refused():
     torch = _torch()
     with pytest.raises(TypeError):
         fastgemm.sgemm(torch.ones((4, 4), device="cuda"), np.ones((4, 4), np.float32))
+
+
+# --- repeated calls replayed as CUDA graphs (src/cuda/repeated_calls.hpp) -------------
+
+REPLAYED = ["cublas", "small_tile_32x32", "fp32x3_wgmma_128x128", "fp32x3_wgmma_128x128_splitk",
+            "async_tma_128x256_splitk", "skinny_m64"]
+
+
+def _torch_operands(torch, g, M, N, K):
+    A = torch.rand((M, K), device="cuda", generator=g) * 2 - 1
+    B = torch.rand((K, N), device="cuda", generator=g) * 2 - 1
+    return A, B
+
+
+@needs_gpu
+@pytest.mark.parametrize("kernel", REPLAYED)
+def test_repeated_calls_compute_the_values_behind_the_same_pointers(kernel):
+    """The third and later identical calls run from a graph: each must read what the
+    arrays hold when it runs (new values written in place, on the stream, between calls),
+    and honour new scalars and a new output, which are new kinds of call."""
+    torch = _torch()
+    if kernel == "cublas":
+        _skip_without_cublas()
+    g = torch.Generator(device="cuda").manual_seed(17)
+    M, N, K = (40, 520, 700) if kernel == "skinny_m64" else (300, 260, 700)
+    A, B = _torch_operands(torch, g, M, N, K)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    prec = "fp32x3" if "fp32x3" in kernel else "fp32"
+    for i in range(6):
+        A.copy_(torch.rand((M, K), device="cuda", generator=g) * 2 - 1)  # new values, same address
+        if i == 4:
+            B.mul_(-3.0)
+        C.fill_(float("nan"))
+        fastgemm.sgemm(A, B, C, kernel=kernel)
+        ref = A.double() @ B.double()
+        torch.cuda.synchronize()
+        assert_matches(C.cpu().numpy(), ref.cpu().numpy(), prec, K, f"{kernel} call {i}")
+    C0 = torch.rand((M, N), device="cuda", generator=g)
+    for i in range(4):
+        C = C0.clone()
+        fastgemm.sgemm(A, B, C, alpha=0.5, beta=-2.0 if i < 3 else 1.5, kernel=kernel)
+        ref = 0.5 * (A.double() @ B.double()) + (-2.0 if i < 3 else 1.5) * C0.double()
+        torch.cuda.synchronize()
+        assert_matches(C.cpu().numpy(), ref.cpu().numpy(), prec, K, f"{kernel} alpha/beta call {i}")
+
+
+@needs_gpu
+def test_repeated_calls_survive_a_workspace_that_grows_between_them():
+    """A larger problem replaces the workspace's buffers; graphs recorded with the old
+    ones must never run again."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(19)
+    small = _torch_operands(torch, g, 200, 150, 3000)
+    big = _torch_operands(torch, g, 700, 900, 20000)
+    name = "fp32x3_wgmma_128x128_splitk"
+    for round_ in range(2):
+        for A, B in (small, small, small, big, small, small):
+            C = torch.full((A.shape[0], B.shape[1]), float("nan"), device="cuda")
+            fastgemm.sgemm(A, B, C, kernel=name)
+            ref = A.double() @ B.double()
+            torch.cuda.synchronize()
+            assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32x3", A.shape[1], f"{name} round {round_}")
+        big = _torch_operands(torch, g, 1500, 1100, 40000)  # grows again in the second round
+
+
+@needs_gpu
+def test_repeated_calls_on_two_streams_share_the_workspace_safely():
+    """Replays on two streams at once, both through the one per-device workspace (A's
+    small parts, partial tiles, counters): each stream's product must be its own."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(23)
+    B = torch.rand((512, 256), device="cuda", generator=g) * 2 - 1
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    As = [torch.empty((256, 512), device="cuda") for _ in streams]
+    outs = [torch.empty((256, 256), device="cuda") for _ in streams]
+    torch.cuda.synchronize()
+    for i in range(6):
+        for s, A, C in zip(streams, As, outs):
+            with torch.cuda.stream(s):
+                A.uniform_(-1.0, 1.0)  # new values, queued on s before the product
+                fastgemm.sgemm(A, B, C, kernel="fp32x3_wgmma_128x128_splitk")
+        torch.cuda.synchronize()
+        for k, (A, C) in enumerate(zip(As, outs)):
+            ref = (A.double() @ B.double()).cpu().numpy()
+            assert_matches(C.cpu().numpy(), ref, "fp32x3", 512, f"stream {k}, call {i}")
+
+
+@needs_gpu
+def test_graphs_can_be_turned_off():
+    code = ("import torch, fastgemm\n"
+            "A = torch.rand((96, 80), device='cuda'); B = torch.rand((80, 70), device='cuda')\n"
+            "C = torch.empty((96, 70), device='cuda')\n"
+            "for _ in range(4): fastgemm.sgemm(A, B, C, kernel='small_tile_32x32')\n"
+            "torch.cuda.synchronize()\n"
+            "assert torch.allclose(C, A @ B, atol=1e-4)\n"
+            "print('ok')\n")
+    _torch()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "FASTGEMM_CUDA_GRAPHS": "off"})
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

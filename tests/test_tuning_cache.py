@@ -110,11 +110,12 @@ def test_table_is_saved_at_exit_and_reloaded(tmp_path):
 
 def test_invalid_environment_values_warn_and_are_ignored(tmp_path):
     env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), FASTGEMM_AUTOTUNE="maybe",
-               FASTGEMM_NUM_THREADS="lots", PYTHONWARNINGS="default")
+               FASTGEMM_NUM_THREADS="lots", FASTGEMM_CUDA_GRAPHS="sometimes", PYTHONWARNINGS="default")
     out = subprocess.run([sys.executable, "-c", "import fastgemm; print(fastgemm.get_num_threads())"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "FASTGEMM_AUTOTUNE='maybe'" in out.stderr and "FASTGEMM_NUM_THREADS='lots'" in out.stderr
+    assert "FASTGEMM_CUDA_GRAPHS='sometimes'" in out.stderr
     assert int(out.stdout) == fastgemm._fastgemm.available_cores()
 
 

@@ -48,6 +48,7 @@ def set_num_threads(n: int) -> None:
 # arguments: an invalid value is reported once and ignored.
 arguments.env_threads("FASTGEMM_NUM_THREADS")
 arguments.env_flag("FASTGEMM_AUTOTUNE", True)
+arguments.env_flag("FASTGEMM_CUDA_GRAPHS", True)
 _autotune.load()
 
 

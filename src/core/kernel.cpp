@@ -34,11 +34,11 @@ private:
 
 }  // namespace
 
-double Launch::run_repeated(int calls) {
+RepeatTiming Launch::run_repeated(int calls) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < calls; ++i) run();
     finish();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(calls, 1);
+    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(calls, 1), 0.0};
 }
 
 std::unique_ptr<Launch> Kernel::bind(const Problem& p, const float* A, const float* B,

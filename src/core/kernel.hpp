@@ -27,16 +27,24 @@ struct Timing {
     double launch_s = 0.0;
 };
 
+// Per call of a loop of calls (Launch::run_repeated).
+struct RepeatTiming {
+    double call_s = 0.0;   // the loop's time over its calls, finished at the end
+    double queue_s = 0.0;  // host time to queue one call (0 where the call computes on the host)
+};
+
 class Launch {
 public:
     virtual ~Launch() = default;
     virtual Timing run() = 0;    // C = alpha * op(A) op(B) + beta * C, once
     virtual void finish() {}     // copy back / synchronise so that C holds the result
-    // Seconds per call of `calls` back-to-back runs, finished once at the end: what a
-    // caller's loop of small calls costs, where an asynchronous device overlaps one
-    // call's launch with the previous call's arithmetic (neither max(device_s, launch_s)
-    // nor their sum: a launch of several kernels keeps the device waiting between them).
-    virtual double run_repeated(int calls);
+    // `calls` back-to-back runs, finished once at the end: what a caller's loop of small
+    // calls costs, where an asynchronous device overlaps one call's launch with the
+    // previous call's arithmetic (neither max(device_s, launch_s) nor their sum: a launch
+    // of several kernels keeps the device waiting between them). A backend that replays
+    // a repeated call differently from a first one (the cuda backend's graphs) runs it
+    // here as it runs the caller's repeated calls.
+    virtual RepeatTiming run_repeated(int calls);
 };
 
 class Kernel {

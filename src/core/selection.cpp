@@ -428,9 +428,8 @@ const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p,
         std::vector<float> C = bench.C_initial();
         auto launch = k.bind(dense, bench.A().data(), bench.B().data(), C.data());
         const int calls = int(std::clamp(kLoopSeconds / std::max(one, 1e-7), 4.0, 200.0));
-        const double loop = launch->run_repeated(calls);
-        const double queue = r.launch_s.empty() ? 0.0 : *std::min_element(r.launch_s.begin(), r.launch_s.end());
-        return queue > 0.0 ? std::max(loop, queue + kEntryCost) : loop;  // 0: computed on the host
+        const RepeatTiming loop = launch->run_repeated(calls);
+        return loop.queue_s > 0.0 ? std::max(loop.call_s, loop.queue_s + kEntryCost) : loop.call_s;  // 0: on the host
     };
     return tournament(cands, call, [&](const Kernel&) { return passed; });
 }

@@ -7,7 +7,7 @@
 // machine without it. The library is looked for as $FASTGEMM_CUBLAS_LIBRARY, then
 // libcublas.so.13 / .12 / libcublas.so on the loader path (python/fastgemm/cuda.py
 // points the variable at the nvidia-cublas wheel when that is installed). Only the
-// five entry points below are used; their C signatures and enum values are cuBLAS's
+// entry points below are used; their C signatures and enum values are cuBLAS's
 // documented API (cublas_api.h), declared here so no cuBLAS header is needed.
 //
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS is called
@@ -34,6 +34,7 @@ using cublasHandle = void*;
 using CreateFn = int (*)(cublasHandle*);
 using SetStreamFn = int (*)(cublasHandle, cudaStream_t);
 using SetMathModeFn = int (*)(cublasHandle, int);
+using SetWorkspaceFn = int (*)(cublasHandle, void*, size_t);
 using SgemmFn = int (*)(cublasHandle, int, int, int, int, int, const float*, const float*, int, const float*, int,
                         const float*, float*, int);
 using GetVersionFn = int (*)(cublasHandle, int*);
@@ -50,6 +51,7 @@ struct CublasLib {
     CreateFn create = nullptr;
     SetStreamFn set_stream = nullptr;
     SetMathModeFn set_math_mode = nullptr;
+    SetWorkspaceFn set_workspace = nullptr;  // optional: cuBLAS 11.3 and newer
     SgemmFn sgemm = nullptr;
     GetVersionFn get_version = nullptr;
     SgemmStridedBatchedFn sgemm_strided_batched = nullptr;  // optional: batched matmul only
@@ -76,6 +78,7 @@ CublasLib& lib() {
         l.create = reinterpret_cast<CreateFn>(dlsym(l.handle, "cublasCreate_v2"));
         l.set_stream = reinterpret_cast<SetStreamFn>(dlsym(l.handle, "cublasSetStream_v2"));
         l.set_math_mode = reinterpret_cast<SetMathModeFn>(dlsym(l.handle, "cublasSetMathMode"));
+        l.set_workspace = reinterpret_cast<SetWorkspaceFn>(dlsym(l.handle, "cublasSetWorkspace_v2"));
         l.sgemm = reinterpret_cast<SgemmFn>(dlsym(l.handle, "cublasSgemm_v2"));
         l.get_version = reinterpret_cast<GetVersionFn>(dlsym(l.handle, "cublasGetVersion_v2"));
         l.sgemm_strided_batched =
@@ -93,13 +96,26 @@ CublasLib& lib() {
 // and math mode last set on it: setting them costs host time on every call, so they are
 // set only when they change. Host threads take turns on a handle (its stream and mode
 // are state, and a call must run with the ones it set).
+//
+// Each stream the handle runs on gets a workspace of its own, given to cuBLAS with
+// cublasSetWorkspace, as frameworks do (without one, cuBLAS takes scratch memory from
+// its default pool inside the call). Two streams never share one, since kernels on
+// different streams may run at once; cublasSetStream drops the workspace, so it is set
+// again after it.
 struct Handle {
     cublasHandle h = nullptr;
     cudaStream_t stream = nullptr;
     bool stream_set = false;
     int math_mode = -1;  // none set yet
+    std::map<cudaStream_t, void*> workspaces;  // kept until exit, like the handle
     std::mutex mu;
 };
+
+// cuBLAS's recommended workspace on Hopper (32 MiB); also enough for older GPUs.
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+// Past this many streams a new stream runs on cuBLAS's default pool instead of taking
+// another workspace, so that a program creating streams without end cannot exhaust memory.
+constexpr size_t kMaxWorkspaces = 16;
 
 Handle& handle_for_current_device() {
     static std::mutex mu;
@@ -131,6 +147,9 @@ public:
         if (!h_.stream_set || h_.stream != stream) {
             h_.stream_set = false;
             if (int st = l.set_stream(h_.h, stream)) throw KernelError("cublasSetStream failed: " + std::to_string(st));
+            if (void* ws = workspace_for(stream))
+                if (int st = l.set_workspace(h_.h, ws, kCublasWorkspaceBytes))
+                    throw KernelError("cublasSetWorkspace failed: " + std::to_string(st));
             h_.stream = stream, h_.stream_set = true;
         }
         if (h_.math_mode != math_mode) {
@@ -142,6 +161,23 @@ public:
     cublasHandle get() const { return h_.h; }
 
 private:
+    // The stream's own workspace (allocated on its first use), or null where cuBLAS's
+    // default pool is to be used: no cublasSetWorkspace, or kMaxWorkspaces taken.
+    void* workspace_for(cudaStream_t stream) {
+        if (!lib().set_workspace) return nullptr;
+        auto it = h_.workspaces.find(stream);
+        if (it != h_.workspaces.end()) return it->second;
+        if (h_.workspaces.size() >= kMaxWorkspaces) return nullptr;
+        void* ws = nullptr;
+        if (cudaMalloc(&ws, kCublasWorkspaceBytes) != cudaSuccess) {
+            cudaGetLastError();  // clear the error: the default pool still works
+            return nullptr;
+        }
+        h_.workspaces.emplace(stream, ws);
+        return ws;
+    }
+
+
     Handle& h_;
     std::lock_guard<std::mutex> lock_;
 };

@@ -9,6 +9,7 @@
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/scale_c.cuh"
 #include "cuda/ladder.hpp"
+#include "cuda/repeated_calls.hpp"
 
 namespace fastgemm {
 namespace cuda {
@@ -20,9 +21,12 @@ namespace {
 // stream; a later call on another stream waits for that event (no host
 // synchronisation) before it launches, so it cannot overwrite scratch data a kernel
 // still reads. Calls on the stream of the last use are ordered by the stream itself
-// and wait for nothing. Host threads take turns under the mutex.
+// and wait for nothing. A call replayed from a graph counts as a use whatever it ran:
+// its cuBLAS workspace belongs to the capture stream, shared by every replay. Host
+// threads take turns under the mutex.
 struct SharedWorkspace {
     Workspace ws;
+    RepeatedCalls repeats;
     cudaEvent_t last_use = nullptr;
     cudaStream_t last_stream = nullptr;
     bool used = false;  // last_use has been recorded
@@ -122,8 +126,13 @@ std::string run_device_gemm(const DeviceOperands& operands, const DeviceCall& ca
     if (shared.used && shared.last_stream != stream)
         FASTGEMM_CUDA_CHECK(cudaStreamWaitEvent(stream, shared.last_use, 0));
     const uint64_t uses = shared.ws.uses();
-    e.launch(operands, stream, shared.ws);
-    if (shared.ws.uses() != uses) {
+    // A framework capturing the stream into a graph of its own gets the launches as they are.
+    bool replayed = false;
+    if (graphs_enabled() && !is_capturing(stream))
+        replayed = shared.repeats.launch(e, operands, stream, shared.ws);
+    else
+        e.launch(operands, stream, shared.ws);
+    if (replayed || shared.ws.uses() != uses) {
         FASTGEMM_CUDA_CHECK(cudaEventRecord(shared.last_use, stream));
         shared.last_stream = stream;
         shared.used = true;

@@ -25,9 +25,10 @@ __device__ __forceinline__ void small_parts(const float (&v)[N], float (&s)[N]) 
 // that cover them read defined values. The pass is bandwidth-bound: 16-byte accesses
 // keep it near the device copy rate.
 __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t cols, float* out,
-                                       float* small, int64_t ld_dst, bool vec_src) {
+                                       float* small, int64_t ld_dst, bool vec_src, int* zero) {
     const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
     const int64_t r = blockIdx.y;
+    if (zero && c == 0 && r == 0) *zero = 0;
     if (c >= ld_dst) return;
     float v[4];
     if (vec_src && c + 4 <= cols) {
@@ -55,10 +56,11 @@ __global__ void prepare_operand_kernel(const float* src, int64_t ld_src, int64_t
 constexpr int kTransposeTile = 64, kTransposeRows = 8;
 
 __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* out,
-                                          float* small, int64_t ld_dst, bool vec_src) {
+                                          float* small, int64_t ld_dst, bool vec_src, int* zero) {
     __shared__ float tile[kTransposeTile][kTransposeTile + 1];
     const int64_t r0 = int64_t(blockIdx.y) * kTransposeTile, c0 = int64_t(blockIdx.x) * kTransposeTile;
     const int x = 2 * int(threadIdx.x), ty = int(threadIdx.y);
+    if (zero && r0 == 0 && c0 == 0 && x == 0 && ty == 0) *zero = 0;
     // tile[y][x] = src[c0 + y][r0 + x] = dst[r0 + x][c0 + y]; zeros past the edges, so
     // the padding columns of dst (cols <= c < ld_dst) come out as zeros.
     const int64_t sr = r0 + x;
@@ -98,8 +100,11 @@ __global__ void prepare_transposed_kernel(const float* src, int64_t ld_src, int6
 }  // namespace
 
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst,
-                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream) {
-    if (rows == 0 || cols == 0) return;
+                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream, int* zero) {
+    if (rows == 0 || cols == 0) {
+        if (zero) FASTGEMM_CUDA_CHECK(cudaMemsetAsync(zero, 0, sizeof(int), stream));
+        return;
+    }
     if (ld_dst % 4 != 0) throw KernelError("prepare_operand: destination rows must be multiples of 4 floats");
     if (reinterpret_cast<uintptr_t>(dst) % 16 != 0 || reinterpret_cast<uintptr_t>(dst_small) % 16 != 0)
         throw KernelError("prepare_operand: destinations must start on 16 bytes");
@@ -115,7 +120,8 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
             const dim3 grid(unsigned(ceil_div(ld_dst, kTransposeTile)), unsigned(ceil_div(n, kTransposeTile)));
             prepare_transposed_kernel<<<grid, dim3(kTransposeTile / 2, kTransposeRows), 0, stream>>>(
                 src + r0, ld_src, n, cols, dst ? dst + r0 * ld_dst : nullptr,
-                dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, vec_src);
+                dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, vec_src,
+                r0 == 0 ? zero : nullptr);
             FASTGEMM_CUDA_CHECK_LAUNCH();
         }
         return;
@@ -127,7 +133,8 @@ void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows,
         dim3 grid(unsigned(ceil_div(ld_dst, 4 * 256)), unsigned(n));
         prepare_operand_kernel<<<grid, 256, 0, stream>>>(src + r0 * ld_src, ld_src, cols,
                                                          dst ? dst + r0 * ld_dst : nullptr,
-                                                         dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst, vec_src);
+                                                         dst_small ? dst_small + r0 * ld_dst : nullptr, ld_dst,
+                                                         vec_src, r0 == 0 ? zero : nullptr);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
 }

@@ -19,9 +19,11 @@ namespace cuda {
 enum class PrepMode { copy, small };
 
 // Writes op(src) as rows x cols, row stride ld_dst, in the form `mode` says. src is
-// stored rows x cols (ld_src) or, when `trans`, cols x rows.
+// stored rows x cols (ld_src) or, when `trans`, cols x rows. A non-null `zero` is set to
+// 0 in stream order by the pass itself, one launch fewer than a memset: fp32x3's
+// fallback count, which the GEMM queued after the pass appends to.
 void prepare_operand(const float* src, int64_t ld_src, bool trans, int64_t rows, int64_t cols, float* dst,
-                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream);
+                     float* dst_small, int64_t ld_dst, PrepMode mode, cudaStream_t stream, int* zero = nullptr);
 
 inline bool tma_ready(const float* p, int64_t ld) {
     return ld % 4 == 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0;

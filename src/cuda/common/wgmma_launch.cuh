@@ -23,8 +23,11 @@ struct WgmmaMaps {
     CUtensorMap a, a_small, b;
 };
 
+// fp32x3: A's pass zeroes `*fallback_count` in stream order (prepare_operand): the count
+// of the IEEE fallback's list, which the GEMM queued next appends to.
 template <class Cfg>
-WgmmaMaps prepare_wgmma_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+WgmmaMaps prepare_wgmma_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws,
+                                 int* fallback_count = nullptr) {
     const Problem& q = p.problem;
     // A: K-major rows for TMA, packed only when it is transposed or its rows are not
     // 16-byte aligned. Its map rounds every value to TF32 on the way to shared memory
@@ -39,7 +42,8 @@ WgmmaMaps prepare_wgmma_operands(const DeviceOperands& p, cudaStream_t stream, W
         const bool pack = q.trans_a || !tma_ready(p.A, q.lda);
         float* packed = pack ? static_cast<float*>(ws.get(0, size_t(q.M) * ld_small * sizeof(float))) : nullptr;
         float* parts = static_cast<float*>(ws.get(1, size_t(q.M) * ld_small * sizeof(float)));
-        prepare_operand(p.A, q.lda, q.trans_a, q.M, q.K, packed, parts, ld_small, PrepMode::small, stream);
+        prepare_operand(p.A, q.lda, q.trans_a, q.M, q.K, packed, parts, ld_small, PrepMode::small, stream,
+                        fallback_count);
         if (pack) a = packed, lda = ld_small;
         small = parts;
     } else {
@@ -64,24 +68,21 @@ void launch_wgmma_persistent(const DeviceOperands& p, cudaStream_t stream, Works
     const Problem& q = p.problem;
     require_sm90(name, "wgmma and TMA");
     if (q.M == 0 || q.N == 0) return;
-    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
     int dev = 0, sms = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
     FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     const int64_t tiles = ceil_div(q.M, Cfg::BM) * ceil_div(q.N, Cfg::BN);
+    // fp32x3: the parts of C (at most two per tile) that the kernel leaves to the IEEE
+    // fallback: a count, then (m0, n0) pairs (nonfinite.cuh). Taken before the operand
+    // pass, which zeroes the count.
+    int* fallback = Cfg::X3 ? static_cast<int*>(ws.get(7, size_t(1 + 4 * tiles) * sizeof(int))) : nullptr;
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, fallback);
     const unsigned blocks = unsigned(tiles < sms ? tiles : sms);
     // Stream-K tail (stream_k.cuh) when the last round would leave at least half of the
     // SMs idle: splitting fuller last rounds costs more in partial tiles than it saves
     // (docs/cuda-notes.md#stream-k-tail).
     const TailSplit ts = plan_stream_k_tail(tiles, blocks, ceil_div(q.K, Cfg::BK), blocks / 2,
                                             size_t(Cfg::BM) * Cfg::BN, ws, stream);
-    // fp32x3: the parts of C (at most two per tile) that the kernel leaves to the IEEE
-    // fallback: a count, then (m0, n0) pairs (nonfinite.cuh).
-    int* fallback = nullptr;
-    if (Cfg::X3) {
-        fallback = static_cast<int*>(ws.get(7, size_t(1 + 4 * tiles) * sizeof(int)));
-        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
-    }
     // The whole tiles, then the tail.
     auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::whole_tiles>;
     allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
@@ -117,7 +118,11 @@ void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspac
         launch_wgmma_persistent<Cfg>(p, stream, ws, name);
         return;
     }
-    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws);
+    // fp32x3: the 64 x 64 regions whose sums are not finite go to the IEEE fallback; A's
+    // pass zeroes the list's count.
+    const int64_t regions = ceil_div(q.M, kSplitKRegion) * ceil_div(q.N, kSplitKRegion);
+    int* fallback = Cfg::X3 ? static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int))) : nullptr;
+    const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, fallback);
     const SplitKSlabs slabs = reserve_split_k_slabs(ws, S, q.M, q.N, Cfg::BM, Cfg::BN);
     if (slabs.rows != ceil_div(q.M, Cfg::BM) * Cfg::BM || slabs.ld != ceil_div(q.N, Cfg::BN) * Cfg::BN)
         throw KernelError(std::string(name) + ": split-K slabs do not match the kernel's tiles");
@@ -129,13 +134,6 @@ void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspac
     allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
     kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, units, nullptr, slabs);
     FASTGEMM_CUDA_CHECK_LAUNCH();
-    // fp32x3: the 64 x 64 regions whose sums are not finite go to the IEEE fallback.
-    int* fallback = nullptr;
-    const int64_t regions = ceil_div(q.M, kSplitKRegion) * ceil_div(q.N, kSplitKRegion);
-    if (Cfg::X3) {
-        fallback = static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int)));
-        FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
-    }
     reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, fallback, stream);
     if (Cfg::X3) gemm_ieee_listed(p, fallback, int(regions), kSplitKRegion, kSplitKRegion, stream);
 }

@@ -24,6 +24,7 @@ void* Workspace::get(int slot, size_t bytes) {
             ptr_[slot] = nullptr;
             size_[slot] = 0;
         }
+        ++generation_;  // before the allocation: a failed one leaves the slot empty, changed too
         FASTGEMM_CUDA_CHECK(cudaMalloc(&ptr_[slot], bytes));
         size_[slot] = bytes;
     }

@@ -25,9 +25,13 @@ public:
     // How many times get() has been called: a launch that leaves it unchanged touched no
     // scratch memory, so nothing later has to be ordered after it.
     uint64_t uses() const { return uses_; }
+    // Changes whenever a buffer is replaced (grown): work recorded with the old pointers
+    // (a CUDA graph) must not run again.
+    uint64_t generation() const { return generation_; }
 
 private:
     uint64_t uses_ = 0;
+    uint64_t generation_ = 0;
     void* ptr_[kSlots] = {};
     size_t size_[kSlots] = {};
 };

@@ -1,0 +1,98 @@
+// See launch_graph.hpp.
+#include "cuda/common/launch_graph.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "cuda/common/cuda_check.hpp"
+
+namespace fastgemm {
+namespace cuda {
+
+bool graphs_enabled() {
+    static const bool enabled = [] {
+        const char* env = std::getenv("FASTGEMM_CUDA_GRAPHS");
+        if (!env) return true;
+        std::string v(env);
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+        return !(v == "0" || v == "off" || v == "false" || v == "no");
+    }();
+    return enabled;
+}
+
+LaunchGraph& LaunchGraph::operator=(LaunchGraph&& other) noexcept {
+    if (this != &other) {
+        if (exec_) cudaGraphExecDestroy(exec_);
+        exec_ = other.exec_;
+        other.exec_ = nullptr;
+    }
+    return *this;
+}
+
+LaunchGraph::~LaunchGraph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+}
+
+void LaunchGraph::launch(cudaStream_t stream) const { FASTGEMM_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+namespace {
+
+// One capture stream per device, created on first use and kept for the process; a
+// capture holds the lock, so two threads never record into one stream.
+cudaStream_t capture_stream(int device, std::unique_lock<std::mutex>& lock) {
+    static std::mutex mu;
+    static auto* streams = new std::map<int, cudaStream_t>();  // kept until exit
+    lock = std::unique_lock<std::mutex>(mu);
+    cudaStream_t& s = (*streams)[device];
+    if (!s) FASTGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+}
+
+}  // namespace
+
+LaunchGraph capture_launch(const std::function<void(cudaStream_t)>& queue) {
+    int device = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&device));
+    std::unique_lock<std::mutex> lock;
+    const cudaStream_t s = capture_stream(device, lock);
+    // Relaxed: a launcher may allocate on first use (cuBLAS's workspace for this
+    // stream); anything that would wait for the device still ends the capture in error.
+    FASTGEMM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    cudaGraph_t graph = nullptr;
+    try {
+        queue(s);
+    } catch (...) {
+        if (cudaStreamEndCapture(s, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+        cudaGetLastError();  // the capture's error, if it was invalidated
+        throw;
+    }
+    const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+    if (ended != cudaSuccess || !graph) {
+        cudaGetLastError();
+        return {};
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+        cudaGetLastError();
+        return {};
+    }
+    return LaunchGraph(exec);
+}
+
+bool is_capturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+        cudaGetLastError();
+        return true;  // cannot tell: queue the work as it is
+    }
+    return status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace cuda
+}  // namespace fastgemm

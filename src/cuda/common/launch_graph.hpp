@@ -1,0 +1,58 @@
+// A launch sequence as one CUDA graph: what lets a small call cost one launch.
+//
+// A launcher queues several operations for one product (fp32x3: A's split pass, the
+// GEMM, the IEEE fallback; split-K: a reduction too), and cuBLAS chooses its kernel on
+// the host on every call. For a 512^3 product each queued operation costs about as much
+// host time as the GPU spends on it, so a loop of such calls runs at the host's pace.
+// Captured once into a graph, the same sequence is queued by one cudaGraphLaunch and
+// its kernels run back to back.
+//
+// A graph replays the operations exactly as captured: the same kernels, the same
+// arguments and pointers (the operands', the workspace's, the tensor maps built from
+// them). So it stands for a call only where all of those are the same; the memory behind
+// the pointers is read when the graph runs, as a launch would read it.
+#pragma once
+
+#include <functional>
+
+#include <cuda_runtime.h>
+
+namespace fastgemm {
+namespace cuda {
+
+// Whether calls may run as graphs: FASTGEMM_CUDA_GRAPHS unset, or anything but
+// 0/off/false/no. Read once per process.
+bool graphs_enabled();
+
+// An executable graph, destroyed with its owner (a graph still running is freed when it
+// completes, as cudaGraphExecDestroy does).
+class LaunchGraph {
+public:
+    LaunchGraph() = default;
+    explicit LaunchGraph(cudaGraphExec_t exec) : exec_(exec) {}
+    LaunchGraph(LaunchGraph&& other) noexcept : exec_(other.exec_) { other.exec_ = nullptr; }
+    LaunchGraph& operator=(LaunchGraph&& other) noexcept;
+    LaunchGraph(const LaunchGraph&) = delete;
+    LaunchGraph& operator=(const LaunchGraph&) = delete;
+    ~LaunchGraph();
+
+    explicit operator bool() const { return exec_ != nullptr; }
+    // Queues the whole sequence on `stream` (any stream of the graph's device).
+    void launch(cudaStream_t stream) const;
+
+private:
+    cudaGraphExec_t exec_ = nullptr;
+};
+
+// Captures what `queue(s)` queues on stream s into a graph, on a capture stream of the
+// current device that is never used for anything else (nothing queued there runs: the
+// capture only records). Returns an empty LaunchGraph when the sequence cannot be a
+// graph (it synchronises, say); an exception from `queue` ends the capture and passes on.
+LaunchGraph capture_launch(const std::function<void(cudaStream_t)>& queue);
+
+// Whether work queued on `stream` is being captured into a graph of the caller's (a
+// framework's graph capture): such work must be queued as it is, not replayed.
+bool is_capturing(cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace fastgemm
