@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "env_flag.hpp"
 #include "errors.hpp"
 #include "interrupt.hpp"
 #include "registry.hpp"
@@ -439,13 +440,7 @@ bool quick_return(const Problem& p) { return p.M == 0 || p.N == 0 || p.K == 0 ||
 }  // namespace
 
 bool autotune_enabled() {
-    static const bool enabled = [] {
-        const char* env = std::getenv("FASTGEMM_AUTOTUNE");
-        if (!env) return true;
-        std::string v(env);
-        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-        return !(v == "0" || v == "off" || v == "false" || v == "no");
-    }();
+    static const bool enabled = env_flag("FASTGEMM_AUTOTUNE", true);
     return enabled;
 }
 

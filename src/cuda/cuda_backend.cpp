@@ -52,6 +52,14 @@ std::string unavailable_reason() {
     return "";
 }
 
+// The capture streams of timed loops (CudaLaunch::run_repeated), apart from the
+// device-array entry's: a tuning run's replays then never share a cuBLAS workspace with
+// the caller's replays still in flight on another stream.
+CaptureStreams& timing_captures() {
+    static auto* c = new CaptureStreams();  // kept until exit
+    return *c;
+}
+
 cudaStream_t backend_stream() {
     static cudaStream_t s = [] {
         cudaStream_t st = nullptr;
@@ -180,7 +188,7 @@ public:
             FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
             const uint64_t generation = ws_.generation();
             try {
-                graph = capture_launch([&](cudaStream_t s) { queue_call(s); });
+                graph = timing_captures().capture([&](cudaStream_t s) { queue_call(s); });
             } catch (const std::exception&) {
                 graph = LaunchGraph();
             }

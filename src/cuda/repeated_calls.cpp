@@ -55,7 +55,7 @@ bool RepeatedCalls::launch(const LadderEntry& entry, const DeviceOperands& ops, 
     it->last_use = ++clock_;
     if (!it->graph && !it->failed) {
         try {
-            it->graph = capture_launch([&](cudaStream_t s) { entry.launch(ops, s, ws); });
+            it->graph = captures_.capture([&](cudaStream_t s) { entry.launch(ops, s, ws); });
         } catch (const std::exception&) {
             it->graph = LaunchGraph();  // a launcher that cannot be recorded (it waits, say)
         }

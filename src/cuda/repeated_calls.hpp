@@ -57,6 +57,7 @@ private:
     };
     static Key key_of(const LadderEntry& entry, const DeviceOperands& ops, cudaStream_t stream);
 
+    CaptureStreams captures_;  // so every replay shares one cuBLAS workspace, ordered by the caller
     std::vector<Kept> kept_;
     uint64_t clock_ = 0;
     uint64_t workspace_generation_ = 0;  // the buffers the kept graphs point into

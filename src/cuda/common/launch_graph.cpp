@@ -1,26 +1,14 @@
 // See launch_graph.hpp.
 #include "cuda/common/launch_graph.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-#include <map>
-#include <mutex>
-#include <string>
-
+#include "core/env_flag.hpp"
 #include "cuda/common/cuda_check.hpp"
 
 namespace fastgemm {
 namespace cuda {
 
 bool graphs_enabled() {
-    static const bool enabled = [] {
-        const char* env = std::getenv("FASTGEMM_CUDA_GRAPHS");
-        if (!env) return true;
-        std::string v(env);
-        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-        return !(v == "0" || v == "off" || v == "false" || v == "no");
-    }();
+    static const bool enabled = env_flag("FASTGEMM_CUDA_GRAPHS", true);
     return enabled;
 }
 
@@ -39,26 +27,12 @@ LaunchGraph::~LaunchGraph() {
 
 void LaunchGraph::launch(cudaStream_t stream) const { FASTGEMM_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
 
-namespace {
-
-// One capture stream per device, created on first use and kept for the process; a
-// capture holds the lock, so two threads never record into one stream.
-cudaStream_t capture_stream(int device, std::unique_lock<std::mutex>& lock) {
-    static std::mutex mu;
-    static auto* streams = new std::map<int, cudaStream_t>();  // kept until exit
-    lock = std::unique_lock<std::mutex>(mu);
-    cudaStream_t& s = (*streams)[device];
-    if (!s) FASTGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    return s;
-}
-
-}  // namespace
-
-LaunchGraph capture_launch(const std::function<void(cudaStream_t)>& queue) {
+LaunchGraph CaptureStreams::capture(const std::function<void(cudaStream_t)>& queue) {
     int device = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&device));
-    std::unique_lock<std::mutex> lock;
-    const cudaStream_t s = capture_stream(device, lock);
+    std::lock_guard<std::mutex> lock(mu_);
+    cudaStream_t& s = streams_[device];  // kept as long as this object
+    if (!s) FASTGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     // Relaxed: a launcher may allocate on first use (cuBLAS's workspace for this
     // stream); anything that would wait for the device still ends the capture in error.
     FASTGEMM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
 
 #include <cuda_runtime.h>
 
@@ -44,11 +46,23 @@ private:
     cudaGraphExec_t exec_ = nullptr;
 };
 
-// Captures what `queue(s)` queues on stream s into a graph, on a capture stream of the
-// current device that is never used for anything else (nothing queued there runs: the
-// capture only records). Returns an empty LaunchGraph when the sequence cannot be a
-// graph (it synchronises, say); an exception from `queue` ends the capture and passes on.
-LaunchGraph capture_launch(const std::function<void(cudaStream_t)>& queue);
+// Streams that are only ever captured into graphs, one per device, created on first use
+// and kept for the process (nothing queued on them runs: a capture only records). Each
+// user of graphs keeps its own CaptureStreams, because what a launcher ties to the stream
+// it queues on, cuBLAS's workspace, is then shared by every replay of that user's graphs
+// and by no one else's.
+class CaptureStreams {
+public:
+    // Captures what `queue(s)` queues on stream s into a graph, on the current device's
+    // capture stream (one capture at a time: the others wait). Returns an empty
+    // LaunchGraph when the sequence cannot be a graph (it synchronises, say); an
+    // exception from `queue` ends the capture and passes on.
+    LaunchGraph capture(const std::function<void(cudaStream_t)>& queue);
+
+private:
+    std::mutex mu_;
+    std::map<int, cudaStream_t> streams_;
+};
 
 // Whether work queued on `stream` is being captured into a graph of the caller's (a
 // framework's graph capture): such work must be queued as it is, not replayed.
