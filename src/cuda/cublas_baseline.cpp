@@ -177,7 +177,6 @@ private:
         return ws;
     }
 
-
     Handle& h_;
     std::lock_guard<std::mutex> lock_;
 };
