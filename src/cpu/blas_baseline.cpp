@@ -204,6 +204,16 @@ std::string blas_version() {
 }
 
 void register_blas_baseline(Registry& r) {
+    // The gate is built here, at import, in the importing thread, never by a first call:
+    // - a fork while another thread was inside its first initialisation would copy the
+    //   static's guard "in progress" into the child, whose first BLAS call would wait on it
+    //   for ever;
+    // - fork runs prepare handlers in reverse order of registration, and the gate must be
+    //   drained before OpenBLAS's own prepare handler shuts its worker threads down (that
+    //   shutdown meeting a call in flight leaves OpenBLAS's state unusable). OpenBLAS
+    //   registers its handler in its constructor, which runs before any code of this
+    //   library, so a gate registered from here is always the later registration.
+    BlasGate::instance();
     KernelInfo info;
     info.name = blas_name();
     info.backend = "cpu";
