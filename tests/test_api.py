@@ -5,6 +5,7 @@ import pytest
 
 import fastgemm
 from fastgemm import _fastgemm
+from fastgemm.errors import ConstraintError
 from conftest import assert_matches, rand, reference
 
 
@@ -92,6 +93,23 @@ def test_auto_kernel_is_measured_and_correct(rng):
         assert fastgemm._autotune.table().get(key) == chosen.name
 
 
+@pytest.mark.parametrize("M,N,K", [(2, 2, 4), (300, 300, 300)])
+def test_auto_tunes_a_product_that_overflows_float32(M, N, K):
+    """Results beyond FP32's range are +-Inf in every IEEE kernel, while the tuning
+    check's float64 reference stays finite: auto must still choose a kernel, and return
+    the IEEE answer."""
+    _fastgemm.clear_tuning_table()
+    A = np.ones((M, K), np.float32)
+    A[0, 0] = A[M - 1, 1] = 3e38
+    B = A.T.copy()
+    C = fastgemm.sgemm(A, B, kernel="auto", backend="cpu")
+    expected = fastgemm.sgemm(A, B, kernel="packed", backend="cpu")
+    np.testing.assert_array_equal(np.isinf(C), np.isinf(expected))
+    assert np.isposinf(C[0, 0]) and np.isposinf(C[M - 1, M - 1])
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(C[finite], expected[finite], rtol=1e-5)
+
+
 def test_backends_describe_themselves():
     names = {b.name: b for b in fastgemm.backends()}
     assert {"cpu", "metal", "metal-emu", "cuda"} <= set(names)
@@ -149,6 +167,19 @@ def test_scalars_float32_can_hold_are_accepted(value):
     fastgemm.sgemm(A4, A4, A4.copy(), alpha=value, beta=0.0)
 
 
+@pytest.mark.parametrize("value,error", [(None, TypeError), (32, TypeError), (b"fp32", TypeError),
+                                          ("fp64", ValueError), ("", ValueError)])
+def test_precision_is_checked_the_same_on_every_path(value, error):
+    """The wrong kind of value is a TypeError, an unknown name a ValueError, on the native
+    fast path and the general path alike (matmul too)."""
+    F = np.asfortranarray(np.ones((4, 3), np.float32))[:, :2]
+    for A, B in ((A4, A4), (F, np.ones((2, 4), np.float32))):
+        with pytest.raises(error, match="precision"):
+            fastgemm.sgemm(A, B, precision=value)
+    with pytest.raises(error, match="precision"):
+        fastgemm.matmul(A4, A4, precision=value)
+
+
 @pytest.mark.parametrize("name,error", [("", ValueError), ("packed\0junk", ValueError), ("\ud800", ValueError),
                                          (5, TypeError), (b"cpu", TypeError)])
 def test_names_are_checked_the_same_on_every_path(name, error):
@@ -202,3 +233,22 @@ def test_a_broadcast_view_too_big_to_copy_is_refused_naming_it():
     big = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=(2, 2**40), strides=(0, 0))
     with pytest.raises(MemoryError, match=r"^A \(shape \(2, 1099511627776\)"):
         fastgemm.sgemm(big, big.T)
+
+
+def test_a_named_kernel_refuses_before_copying_a_broadcast_view():
+    """The BLAS baseline takes 32-bit dimensions: K = 2^31 + 7 is refused by its
+    constraint, before the 8 GiB copy of the zero-stride operands is attempted."""
+    z = np.zeros(1, np.float32)
+    A = np.lib.stride_tricks.as_strided(z, shape=(1, 2**31 + 7), strides=(0, 0))
+    B = np.lib.stride_tricks.as_strided(z, shape=(2**31 + 7, 1), strides=(0, 0))
+    blas = next(k.name for k in fastgemm.kernels("cpu") if k.baseline)
+    with pytest.raises(ConstraintError, match=blas):
+        fastgemm.sgemm(A, B, kernel=blas, backend="cpu")
+
+
+def test_accepts_refuses_a_problem_that_cannot_exist():
+    k = fastgemm.kernels("cpu")[0]
+    with pytest.raises(ValueError):
+        k.accepts(-1, 2, 3)
+    with pytest.raises(ValueError):
+        k.check(2, -2, 3)

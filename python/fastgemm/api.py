@@ -225,6 +225,12 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
         _fastgemm.gemm(backend, kernel, A, B, C, trans_a, trans_b, alpha, beta, precision)
         return out
 
+    # A named kernel that refuses the problem says so before any copy is made (a copy of a
+    # broadcast view can need gigabytes).
+    info = _constrained_kernel(kernel, backend)
+    if info is not None:
+        info.check(M, N, K, trans_a, trans_b, alpha, beta)
+
     # Inputs that share memory with C would be overwritten while still being read.
     if _overlaps(A, C):
         A = A.copy()
@@ -234,16 +240,13 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
     a, ta = _row_major_view(A, trans_a, "A")
     b, tb = _row_major_view(B, trans_b, "B")
     c_layout = "rows" if _unit_inner(C) else "columns" if _unit_inner(C.T) else "copy"
-    info = _constrained_kernel(kernel, backend)
     if info is not None:
         # Layout rewrites (Fortran order as a transpose, column-major C as the transposed
         # problem) must not turn a problem the kernel accepts into one it refuses: fall
         # back to copies that keep the caller's problem exactly.
         rewritten = (N, M, not tb, not ta) if c_layout == "columns" else (M, N, ta, tb)
         m2, n2, ta2, tb2 = rewritten
-        if (info.accepts(M, N, K, trans_a, trans_b, alpha, beta)
-                and not info.accepts(m2, n2, K, ta2, tb2, alpha, beta)) or \
-                not info.accepts(M, N, K, trans_a, trans_b, alpha, beta):
+        if not info.accepts(m2, n2, K, ta2, tb2, alpha, beta):
             a, ta = (A, trans_a) if _unit_inner(A) else (_aligned_copy(A, "A"), trans_a)
             b, tb = (B, trans_b) if _unit_inner(B) else (_aligned_copy(B, "B"), trans_b)
             if c_layout == "columns":

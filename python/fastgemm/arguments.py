@@ -94,7 +94,10 @@ def name(value, what: str) -> str:
 
 
 def precision(value) -> str:
-    if not isinstance(value, str) or value not in PRECISIONS:
+    if not isinstance(value, str):
+        raise TypeError(f"precision must be a name (str), one of {', '.join(map(repr, PRECISIONS))}; "
+                        f"got {type(value).__name__}")
+    if value not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {value!r}")
     return value
 

@@ -128,7 +128,18 @@ PYBIND11_MODULE(_fastgemm, m) {
         .def_readonly("auto_candidate", &KernelInfo::auto_candidate)
         .def("accepts",
              [](const KernelInfo& k, int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta) {
-                 return k.accepts(problem_from(M, N, K, ta, tb, alpha, beta));
+                 // A problem no kernel can run (a negative dimension) is an error, not "no".
+                 const Problem p = problem_from(M, N, K, ta, tb, alpha, beta);
+                 p.validate();
+                 return k.accepts(p);
+             },
+             py::arg("M"), py::arg("N"), py::arg("K"), py::arg("trans_a") = false,
+             py::arg("trans_b") = false, py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f)
+        .def("check",
+             [](const KernelInfo& k, int64_t M, int64_t N, int64_t K, bool ta, bool tb, float alpha, float beta) {
+                 const Problem p = problem_from(M, N, K, ta, tb, alpha, beta);
+                 p.validate();
+                 k.check(p);  // ConstraintError naming the kernel, the rule and the problem
              },
              py::arg("M"), py::arg("N"), py::arg("K"), py::arg("trans_a") = false,
              py::arg("trans_b") = false, py::arg("alpha") = 1.0f, py::arg("beta") = 0.0f)

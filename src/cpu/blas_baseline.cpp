@@ -3,6 +3,7 @@
 // ladder. Its thread count follows fastgemm.set_num_threads() so ratios compare equal
 // resources. BLAS takes 32-bit integers: larger dimensions are refused up front.
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdlib>
@@ -60,12 +61,16 @@ void blas_call(const Problem& p, const float* A, const float* B, float* C) {
                          p.alpha, A, int(p.lda), B, int(p.ldb), p.beta, C, int(p.ldc));
 }
 
-// One BLAS call cannot be stopped. When Ctrl-C could reach us (interrupt_armed) and
-// the call is long, it is made as several calls on blocks of rows of C, with the
-// interrupt looked at between them: each block is about kPieceFlops per thread
-// (~0.2-0.4 s on the cores this was measured on) and every element of C is still
-// computed by one BLAS call over the whole of K, as in the single call.
-constexpr double kPieceFlops = 4.0e10;
+// One BLAS call cannot be stopped. When Ctrl-C could reach a user's call
+// (interrupt_armed) and the call is long, it is made as several calls on blocks of rows
+// of C, with the interrupt looked at between them, and every element of C is still
+// computed by one BLAS call over the whole of K, as in the single call. The first block
+// is kFirstPieceFlops per thread; each later one is sized from the rate the previous
+// one ran at to take about kPieceSeconds, so the wait for Ctrl-C stays under half a
+// second on slow cores and fast ones alike. Timed runs call BLAS whole (blas_sgemm_timed).
+constexpr double kFirstPieceFlops = 5.0e9;
+constexpr double kPieceSeconds = 0.15;
+constexpr int64_t kPieceRowQuantum = 8;
 
 // fork() (its prepare handler) and process exit close this gate and wait for the BLAS
 // calls in flight, so neither happens in the middle of one: OpenBLAS's locks and worker
@@ -141,18 +146,37 @@ struct BlasCallInFlight {
     BlasCallInFlight& operator=(const BlasCallInFlight&) = delete;
 };
 
+// Rows of C for a block of `flops`, a multiple of kPieceRowQuantum (at least one).
+int64_t piece_rows(double flops, double per_row) {
+    const int64_t rows = int64_t(flops / per_row) / kPieceRowQuantum * kPieceRowQuantum;
+    return std::max(kPieceRowQuantum, rows);
+}
+
 void blas_sgemm(const Problem& p, const float* A, const float* B, float* C) {
     const BlasCallInFlight in_flight;
     sync_blas_threads();
-    const double piece = kPieceFlops * std::max(1, get_num_threads());
-    if (!interrupt_armed() || p.flops() < 2.0 * piece) return blas_call(p, A, B, C);
+    const double first = kFirstPieceFlops * std::max(1, get_num_threads());
+    if (!interrupt_armed() || p.flops() < 2.0 * first) return blas_call(p, A, B, C);
     const double per_row = 2.0 * double(p.N) * double(p.K);
-    const int64_t rows = std::max<int64_t>(64, int64_t(piece / per_row) / 64 * 64);
-    for (int64_t i0 = 0; i0 < p.M && !interrupt_requested(); i0 += rows) {
+    int64_t rows = piece_rows(first, per_row);
+    for (int64_t i0 = 0; i0 < p.M && !interrupt_requested();) {
         Problem block = p;
         block.M = std::min(rows, p.M - i0);
+        const auto t0 = std::chrono::steady_clock::now();
         blas_call(block, p.trans_a ? A + i0 : A + i0 * p.lda, B, C + i0 * p.ldc);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        i0 += block.M;
+        // The next block at the rate this one ran, at most four times as large.
+        const double rate = double(block.M) * per_row / std::max(took, 1e-4);
+        rows = std::min(4 * rows, piece_rows(rate * kPieceSeconds, per_row));
     }
+}
+
+// The timed form: one BLAS call, as a user of the library makes it, inside the gate.
+void blas_sgemm_timed(const Problem& p, const float* A, const float* B, float* C) {
+    const BlasCallInFlight in_flight;
+    sync_blas_threads();
+    blas_call(p, A, B, C);
 }
 
 // CBLAS takes int: leading dimensions past INT_MAX are refused before any work, on
@@ -222,7 +246,7 @@ void register_blas_baseline(Registry& r) {
     info.source = "src/cpu/blas_baseline.cpp";
     info.description = "vendor BLAS cblas_sgemm: " + blas_version();
     for (char d : {'M', 'N', 'K'}) info.constraints.push_back(Constraint::at_most(d, INT_MAX));
-    r.add_kernel(std::make_unique<BlasKernel>(std::move(info), blas_sgemm));
+    r.add_kernel(std::make_unique<BlasKernel>(std::move(info), blas_sgemm, blas_sgemm_timed));
 }
 
 #else  // built without a BLAS
