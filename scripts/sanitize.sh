@@ -48,7 +48,7 @@ if "$PY" -c "import scikit_build_core, pybind11" 2>/dev/null; then
 fi
 
 # -O1 with line tables (-g1): what ASan's documentation recommends, and a third of the
-# build time of -O2 -g (about 150 against 465 s on 2 cores), with the tests no slower.
+# build time of -O2 -g, with the tests no slower (docs/reliability.md).
 defines=(-C cmake.define.FASTGEMM_SANITIZE=ON -C cmake.define.FASTGEMM_CUDA=OFF
          -C cmake.build-type=RelWithDebInfo -C "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
          -C "build-dir=$root/cmake")
