@@ -186,13 +186,7 @@ public:
         if (graphs_enabled() && calls > 1) {
             queue_call(stream_);  // workspace grown and kernel attributes set outside the capture
             FASTGEMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-            const uint64_t generation = ws_.generation();
-            try {
-                graph = timing_captures().capture([&](cudaStream_t s) { queue_call(s); });
-            } catch (const std::exception&) {
-                graph = LaunchGraph();
-            }
-            if (ws_.generation() != generation) graph = LaunchGraph();
+            graph = timing_captures().capture(ws_, [&](cudaStream_t s) { queue_call(s); });
         }
         const auto h0 = std::chrono::steady_clock::now();
         for (int i = 0; i < calls; ++i) {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <exception>
 
 namespace fastgemm {
 namespace cuda {
@@ -54,12 +53,8 @@ bool RepeatedCalls::launch(const LadderEntry& entry, const DeviceOperands& ops, 
     }
     it->last_use = ++clock_;
     if (!it->graph && !it->failed) {
-        try {
-            it->graph = captures_.capture([&](cudaStream_t s) { entry.launch(ops, s, ws); });
-        } catch (const std::exception&) {
-            it->graph = LaunchGraph();  // a launcher that cannot be recorded (it waits, say)
-        }
-        it->failed = !it->graph || ws.generation() != workspace_generation_;
+        it->graph = captures_.capture(ws, [&](cudaStream_t s) { entry.launch(ops, s, ws); });
+        it->failed = !it->graph;
     }
     if (it->failed) {
         entry.launch(ops, stream, ws);

@@ -27,24 +27,39 @@ LaunchGraph::~LaunchGraph() {
 
 void LaunchGraph::launch(cudaStream_t stream) const { FASTGEMM_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
 
-LaunchGraph CaptureStreams::capture(const std::function<void(cudaStream_t)>& queue) {
+LaunchGraph CaptureStreams::capture(const Workspace& ws, const std::function<void(cudaStream_t)>& queue) {
     int device = 0;
-    FASTGEMM_CUDA_CHECK(cudaGetDevice(&device));
+    if (cudaGetDevice(&device) != cudaSuccess) {
+        cudaGetLastError();
+        return {};
+    }
     std::lock_guard<std::mutex> lock(mu_);
     cudaStream_t& s = streams_[device];  // kept as long as this object
-    if (!s) FASTGEMM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (!s && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+        s = nullptr;
+        cudaGetLastError();
+        return {};
+    }
     // Relaxed: a launcher may allocate on first use (cuBLAS's workspace for this
     // stream); anything that would wait for the device still ends the capture in error.
-    FASTGEMM_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed) != cudaSuccess) {
+        cudaGetLastError();
+        return {};
+    }
+    const uint64_t generation = ws.generation();
     cudaGraph_t graph = nullptr;
     try {
         queue(s);
-    } catch (...) {
+    } catch (...) {  // a launcher that cannot be recorded: the caller launches it plainly
         if (cudaStreamEndCapture(s, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
         cudaGetLastError();  // the capture's error, if it was invalidated
-        throw;
+        return {};
     }
     const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+    if (ended == cudaSuccess && graph && ws.generation() != generation) {
+        cudaGraphDestroy(graph);
+        return {};
+    }
     if (ended != cudaSuccess || !graph) {
         cudaGetLastError();
         return {};

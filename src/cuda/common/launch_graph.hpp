@@ -19,6 +19,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/common/workspace.hpp"
+
 namespace fastgemm {
 namespace cuda {
 
@@ -55,9 +57,10 @@ class CaptureStreams {
 public:
     // Captures what `queue(s)` queues on stream s into a graph, on the current device's
     // capture stream (one capture at a time: the others wait). Returns an empty
-    // LaunchGraph when the sequence cannot be a graph (it synchronises, say); an
-    // exception from `queue` ends the capture and passes on.
-    LaunchGraph capture(const std::function<void(cudaStream_t)>& queue);
+    // LaunchGraph where the sequence cannot stand for later calls: it cannot be captured
+    // (it synchronises, say, or `queue` throws), or it changed `ws`'s buffers while being
+    // recorded (Workspace::generation), which the replays of its users are keyed to.
+    LaunchGraph capture(const Workspace& ws, const std::function<void(cudaStream_t)>& queue);
 
 private:
     std::mutex mu_;
