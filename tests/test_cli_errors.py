@@ -298,3 +298,22 @@ def test_output_that_cannot_be_written_is_one_line_and_a_failure(tmp_path):
 def test_emu_refuses_sources_and_kernel_names_it_cannot_run(which, kernel, expect, files, capsys):
     assert_user_error(["emu", files[which], "--kernel", kernel, "--threadgroups", "1", "--threads", "1"],
                       capsys, expect)
+
+
+@pytest.mark.skipif("metal-emu" not in {b.name for b in fastgemm.backends() if b.available},
+                    reason="metal-emu is not built")
+def test_emu_refuses_a_dispatch_that_leaves_an_argument_unbound(tmp_path, capsys):
+    """Every [[buffer(n)]] a kernel declares is checked against --buffer before the kernel
+    runs: a missing one is the command line's error (exit 2), not the shader's."""
+    src = tmp_path / "scale.metal"
+    src.write_text("#include <metal_stdlib>\nusing namespace metal;\n"
+                   "kernel void scale(device float* x [[buffer(0)]], constant float& s [[buffer(2)]],\n"
+                   "                  uint i [[thread_position_in_grid]]) { x[i] *= s; }\n"
+                   "kernel void fill(texture2d<float, access::write> t [[texture(1)]],\n"
+                   "                 uint2 i [[thread_position_in_grid]]) { t.write(float4(1.0), i); }\n")
+    base = ["emu", str(src), "--threadgroups", "1", "--threads", "4"]
+    line = assert_user_error(base + ["--kernel", "scale", "--buffer", "0:float32:4:ones"], capsys, "buffer(2)")
+    assert "--buffer" in line
+    assert_user_error(base + ["--kernel", "fill"], capsys, "texture(1)")
+    assert cli.main(base + ["--kernel", "scale", "--buffer", "0:float32:4:ones", "--buffer", "2:f32=3"]) == 0
+    assert "buffer(0) float32[4]: [3. 3. 3. 3.]" in capsys.readouterr().out

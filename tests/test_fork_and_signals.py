@@ -189,6 +189,56 @@ def test_sigint_stops_large_calls_promptly(kernel, M, N, K, tb):
     assert latency < 1.5, f"{kernel} took {latency:.2f} s to stop"
 
 
+EMU_LATENCY_CHILD = """
+import sys
+import numpy as np
+import fastgemm
+kernel, n = sys.argv[1], int(sys.argv[2])
+A = np.ones((n, n), np.float32)
+fastgemm.sgemm(A[:32, :32], A[:32, :32], kernel=kernel, backend="metal-emu")  # shaders loaded
+print("ready", flush=True)
+try:
+    for _ in range(100):
+        fastgemm.sgemm(A, A, kernel=kernel, backend="metal-emu")
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+# Groups left at a barrier by the interrupt must not disturb the next dispatch.
+R = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+C = fastgemm.sgemm(R, R, kernel=kernel, backend="metal-emu")
+print("next call", bool(np.array_equal(C, (R.astype(np.float64) @ R).astype(np.float32))), flush=True)
+"""
+
+# Emulated dispatches of seconds: without barriers (naive), with them (tiled_16), and
+# one below the FLOP count at which the fast path would arm Ctrl-C (simdgroup at 320^3:
+# 6.6e7 FLOPs, about half a second emulated).
+EMU_LATENCY_CASES = [("naive", 1024), ("tiled_16", 1024), ("simdgroup_32x32", 320)]
+
+
+@posix
+@pytest.mark.parametrize("kernel,n", EMU_LATENCY_CASES, ids=[c[0] for c in EMU_LATENCY_CASES])
+def test_sigint_stops_emulated_dispatches_promptly(kernel, n):
+    if kernel not in {k.name for k in fastgemm.kernels("metal-emu")}:
+        pytest.skip("metal-emu is not built here")
+    proc = subprocess.Popen([sys.executable, "-c", EMU_LATENCY_CHILD, kernel, str(n)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-2000:]
+        time.sleep(0.7)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        out = proc.stdout.readline()
+        latency = time.perf_counter() - sent
+        rest, err = finish(proc, 120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert out.strip() == "KeyboardInterrupt", out
+    assert latency < 1.5, f"metal-emu {kernel} took {latency:.2f} s to stop"
+    assert rest.strip() == "next call True" and proc.returncode == 0, (rest, err[-2000:])
+
+
 @posix
 @pytest.mark.parametrize("child_kernel", ["packed", "openblas"])
 def test_fork_while_another_thread_computes(child_kernel):

@@ -305,6 +305,13 @@ class EmuModule:
             self._kernels = [s for s in text.split("\n") if s]
         return list(self._kernels)
 
+    def bindings(self, kernel: str) -> List[Tuple[str, int]]:
+        """The ("buffer" | "texture", index) of each [[buffer(n)]] and [[texture(n)]]
+        argument of `kernel`, in declaration order; [] for a kernel this module lacks."""
+        text = _worker_call({"op": "bindings", "so": str(self.path), "kernel": kernel}, None,
+                            self.display)["text"]
+        return [(kind, int(index)) for kind, index in (line.split(" ") for line in text.split("\n") if line)]
+
     def _constants(self) -> Dict[str, Tuple[int, int]]:
         if self._constants_table is None:
             text = _worker_call({"op": "constants", "so": str(self.path)}, None,
@@ -1044,6 +1051,22 @@ def _cli_emu(args) -> int:
     bufs = dict(_parse_buffer(s) for s in args.buffer)
     tgm = {int(s.split(":")[0]): int(s.split(":")[1]) for s in args.threadgroup_memory}
     size = lambda s: tuple(int(x) for x in s.split(","))  # noqa: E731
+    if args.kernel in mod.kernels:
+        # Every argument the kernel declares must be bound before it runs (as Metal's
+        # validation asks): found here, a missing one is a command-line error, not a
+        # failure of the shader halfway through its dispatch.
+        bindings = mod.bindings(args.kernel)
+        missing = [i for kind, i in bindings if kind == "buffer" and i not in bufs]
+        if missing:
+            print(f"error: kernel {args.kernel!r} takes buffer({missing[0]}), which no --buffer gives "
+                  f"(it takes buffers {sorted({i for kind, i in bindings if kind == 'buffer'})})",
+                  file=sys.stderr)
+            return 2
+        textures = [i for kind, i in bindings if kind == "texture"]
+        if textures:
+            print(f"error: kernel {args.kernel!r} takes texture({textures[0]}); the command line "
+                  "binds buffers only (fastgemm.emu's EmuModule.run takes textures)", file=sys.stderr)
+            return 2
     try:
         mod.run(args.kernel, threadgroups=size(args.threadgroups),
                 threads_per_threadgroup=size(args.threads), buffers=bufs,

@@ -133,6 +133,10 @@ PyObject* sgemm_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const int64_t Kb = trans_b != b.transposed ? b.cols : b.rows;
     const int64_t N = trans_b != b.transposed ? b.rows : b.cols;
     if (K != Kb) return not_mine();
+    // The emulator runs a product thousands of times slower than a CPU kernel, so even a
+    // small one can take seconds: its calls take the general path, which always lets
+    // Ctrl-C stop them (this path's call overhead is nothing beside theirs).
+    if (backend == "metal-emu") return not_mine();
     Accuracy accuracy;
     if (precision == "fp32") accuracy = Accuracy::fp32;
     else if (precision == "strict") accuracy = Accuracy::strict;

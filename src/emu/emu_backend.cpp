@@ -13,6 +13,7 @@
 #include "core/backend.hpp"
 #include "core/backends.hpp"
 #include "core/errors.hpp"
+#include "core/interrupt.hpp"
 #include "core/registry.hpp"
 #include "fgemu/runtime.hpp"
 #include "metal/ladder.hpp"
@@ -102,6 +103,9 @@ public:
             d_.threadgroup_memory[size_t(index)] = bytes;
         }
         opt_.strict = true;  // fastgemm's own shaders must not diverge at barriers
+        // Ctrl-C: the dispatch stops at the next barrier step and leaves C incomplete; the
+        // caller's interrupt check then throws Interrupted (core/interrupt.hpp).
+        opt_.stop_requested = &interrupt_requested;
     }
 
     Timing run() override {

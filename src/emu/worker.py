@@ -8,7 +8,7 @@ processes map. Before every dispatch the module installs its fault handlers, whi
 one-line report into a second shared file and end this process: a fault, a division by
 zero, an abort or an exceeded time limit costs the worker, never the caller.
 
-Requests: {"op": "list" | "constants" | "run", "so": path, ...}; answers: {"rc", "text"}.
+Requests: {"op": "list" | "constants" | "bindings" | "run", "so": path, ...}; answers: {"rc", "text"}.
 """
 import ctypes
 import mmap
@@ -37,6 +37,8 @@ class Module:
         lib.fgemu_c_list.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         lib.fgemu_c_constants.restype = ctypes.c_size_t
         lib.fgemu_c_constants.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        lib.fgemu_c_bindings.restype = ctypes.c_size_t
+        lib.fgemu_c_bindings.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         lib.fgemu_c_install_fault_handlers.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         lib.fgemu_c_run.restype = ctypes.c_int
         lib.fgemu_c_argbuf_size.restype = ctypes.c_size_t
@@ -92,6 +94,9 @@ class Worker:
             return {"rc": 0, "text": mod.text(mod.lib.fgemu_c_list)}
         if op == "constants":
             return {"rc": 0, "text": mod.text(mod.lib.fgemu_c_constants)}
+        if op == "bindings":
+            kernel = req["kernel"].encode()
+            return {"rc": 0, "text": mod.text(lambda out, n: mod.lib.fgemu_c_bindings(kernel, out, n))}
         base = self.map_arena(req["arena"], req["arena_size"]) if req["arena_size"] else 0
         bufs = req["buffers"]
         nbuf = len(bufs)

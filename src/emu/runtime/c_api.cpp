@@ -58,6 +58,23 @@ FGEMU_EXPORT size_t fgemu_c_list(char* out, size_t n) {
     return s.size() + 1;
 }
 
+// Newline-separated "buffer N" / "texture N" for each [[buffer(N)]] and [[texture(N)]]
+// argument of `kernel`, in declaration order (empty for an unknown kernel); returns the
+// length needed. Lets a caller refuse a dispatch that leaves one unbound before it runs.
+FGEMU_EXPORT size_t fgemu_c_bindings(const char* kernel, char* out, size_t n) {
+    ensure_registered();
+    std::string s;
+    if (const fgemu::KernelEntry* k = fgemu::find_kernel(kernel)) {
+        for (int i = 0; i < k->nroles; ++i) {
+            const fgemu::ArgRole& r = k->roles[i];
+            if (r.kind == fgemu::ArgRole::buffer) s += "buffer " + std::to_string(r.index) + "\n";
+            if (r.kind == fgemu::ArgRole::texture) s += "texture " + std::to_string(r.index) + "\n";
+        }
+    }
+    put(out, n, s);
+    return s.size() + 1;
+}
+
 // Returns 0 on success, 1 on an emulator error (message in err), 2 for an unknown kernel.
 FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const unsigned* tpg,
                              int nbuf, void* const* ptrs, const size_t* sizes, int ntg,

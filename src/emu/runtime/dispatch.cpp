@@ -49,6 +49,7 @@ struct Group {
     uint64_t generation = 0;
     FiberHost host;
     bool failed = false;
+    bool stopped = false;  // opt->stop_requested ended the group between barrier steps
     std::string error;
 };
 
@@ -183,9 +184,14 @@ std::string site(const ThreadState& t) {
     return std::string(t.barrier_file ? t.barrier_file : "?") + ":" + std::to_string(t.barrier_line);
 }
 
-// Runs every thread of one group to completion (or to the first error).
+// Runs every thread of one group to completion (or to the first error, or to a stop
+// request, which is polled once per barrier step: a group can run for seconds).
 void run_group(Group& g, std::vector<ThreadState>& th, const std::vector<int>& order) {
     for (;;) {
+        if (g.opt->stop_requested && g.opt->stop_requested()) {
+            g.stopped = true;
+            return;
+        }
         for (int i : order) {
             ThreadState& t = th[size_t(i)];
             if (t.wait != ThreadState::Wait::runnable) continue;
@@ -261,6 +267,7 @@ struct SharedRun {
     uint64_t total_groups;
     std::atomic<uint64_t> next{0};
     std::atomic<bool> abort{false};
+    std::atomic<bool> stopped{false};  // a stop request ended the dispatch early
     std::mutex mu;
     std::string error;
     size_t stack = 0;
@@ -336,6 +343,10 @@ void worker(SharedRun& run) {
             std::shuffle(order.begin(), order.end(), rng);
         }
         run_group(g, th, order);
+        if (g.stopped) {
+            run.stopped = true;
+            run.abort = true;
+        }
         if (g.failed) {
             std::lock_guard<std::mutex> lock(run.mu);
             if (run.error.empty())
@@ -599,14 +610,14 @@ void* bound_threadgroup_memory(int index) {
     return v[size_t(index)].data();
 }
 
-void run(const KernelEntry& k, const Dispatch& d_in, const DispatchOptions& opt) {
+bool run(const KernelEntry& k, const Dispatch& d_in, const DispatchOptions& opt) {
     check_geometry(k, d_in);
     if (opt.os_threads < 0 || opt.os_threads > int(kMaxOsThreads))
         throw Error("os_threads must be 0 (automatic) or 1.." + std::to_string(kMaxOsThreads) +
                     ", got " + std::to_string(opt.os_threads));
     const size_t stack = stack_bytes(opt.stack_kb);
     const uint64_t total = uint64_t(d_in.threadgroups.x) * d_in.threadgroups.y * d_in.threadgroups.z;
-    if (total == 0) return;
+    if (total == 0) return true;
 
     // Buffers between canaries: a write past either end is reported by name.
     Dispatch d = d_in;
@@ -685,6 +696,7 @@ void run(const KernelEntry& k, const Dispatch& d_in, const DispatchOptions& opt)
         }
     }
     if (!error.empty()) throw Error(error);
+    return !run.stopped;
 }
 
 }  // namespace fgemu

@@ -169,6 +169,10 @@ struct DispatchOptions {
     size_t stack_kb = 0;            // fiber stack per thread; 0: FGEMU_STACK_KB or the default
     double time_limit_s = 0;        // > 0: a dispatch running longer ends the process with a
                                     // report (only where fault handlers are installed)
+    // Polled before every threadgroup and at every barrier step of each: once it returns
+    // true the dispatch ends early (run returns false) and the buffers hold whatever the
+    // groups that ran wrote. fastgemm's backend passes its Ctrl-C flag.
+    bool (*stop_requested)() = nullptr;
 };
 
 struct Dispatch {
@@ -189,8 +193,9 @@ void clear_function_constants();
 // Recomputes every module's constants that derive from function constants.
 void update_derived_constants();
 
-// Runs one dispatch to completion. Throws fgemu::Error.
-void run(const KernelEntry& k, const Dispatch& d, const DispatchOptions& opt);
+// Runs one dispatch to completion (true) or until opt.stop_requested says stop (false).
+// Throws fgemu::Error.
+bool run(const KernelEntry& k, const Dispatch& d, const DispatchOptions& opt);
 
 // Internal: buffers the running dispatch bound.
 const Binding& bound_buffer(int index);
