@@ -709,21 +709,22 @@ def test_split_reductions_are_deterministic(rng, name):
 
 @needs_gpu
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
-def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta):
+@pytest.mark.parametrize("name,M", [("fp32x3_wgmma_128x128_splitk", 300), ("fp32x3_wgmma_64x128_splitk", 120)])
+def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M):
     """fp32x3's split-K reduction lists the 64 x 64 regions whose sums are not finite for
     the IEEE fallback, which must still see the C it was given (beta != 0)."""
-    M, N, K = 300, 260, 4000  # 9 tiles of 128 x 128: split about 14 ways
+    N, K = 260, 4000  # 9 tiles of 128 x 128 (or 6 of 64 x 128): split 14 ways or more
     A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
     A[5, 7] = np.inf
-    A[170, 3000] = np.nan
+    A[M * 17 // 30, 3000] = np.nan
     B[11, 40] = -np.inf
     B[9, :] = 0.0
-    A[230, 9] = np.inf  # meets the zero row of B: row 230 of C is NaN
-    A[100, 2500] = np.float32(3.4028e38)  # finite, but its TF32 big part is not
+    A[M * 23 // 30, 9] = np.inf  # meets the zero row of B: that row of C is NaN
+    A[M // 3, 2500] = np.float32(3.4028e38)  # finite, but its TF32 big part is not
     C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel="fp32x3_wgmma_128x128_splitk", backend="cuda")
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel=name, backend="cuda")
     ref = ieee_reference(A, B, C0, alpha, beta, False, False)
-    # In float32, row 100's alpha-scaled sums beyond FLT_MAX are +-Inf: compare the
+    # In float32, row M / 3's alpha-scaled sums beyond FLT_MAX are +-Inf: compare the
     # patterns of the reference as a float32 result would hold it.
     with np.errstate(over="ignore"):
         ref32 = ref.astype(np.float32)
@@ -739,16 +740,26 @@ SKINNY_M = [(1, 1, 1), (1, 4099, 4096), (3, 1000, 517), (4, 4096, 1), (5, 257, 4
             (17, 33, 65), (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
 
 
+# The 64-row wgmma tiles (M <= 128): one or two tiles of rows, ragged everywhere, K from
+# 1 to a split of many ways.
+FEW_ROWS = ["tf32_wgmma_64x128_splitk", "fp32x3_wgmma_64x128_splitk"]
+FEW_ROWS_SHAPES = [(1, 1, 1), (1, 4099, 4096), (7, 300, 3), (16, 4096, 4096), (17, 33, 65), (64, 1500, 2000),
+                   (65, 257, 95), (100, 2049, 777), (128, 131, 30000)]
+
+
 def _skinny_shapes(name):
+    if name in FEW_ROWS:
+        return FEW_ROWS_SHAPES
     return SKINNY_M if name == "skinny_m64" else [(n, m, k) for m, n, k in SKINNY_M]
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"])
+@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"] + FEW_ROWS)
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_skinny_shapes_and_transposes(rng, name, ta, tb):
     """Every transpose: both layouts of the big operand (rows along k, the x @ W^T case,
     and rows along the large dimension), beta != 0 and then poisoned C."""
+    precision = KERNELS[name].precision
     for M, N, K in _skinny_shapes(name):
         A = rand(rng, K, M) if ta else rand(rng, M, K)
         B = rand(rng, N, K) if tb else rand(rng, K, N)
@@ -756,10 +767,21 @@ def test_skinny_shapes_and_transposes(rng, name, ta, tb):
         C = C0.copy()
         what = f"{name} {M}x{N}x{K} ta={ta} tb={tb}"
         fastgemm.sgemm(A, B, C, alpha=0.5, beta=1.5, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
-        assert_matches(C, reference(A, B, C0, 0.5, 1.5, ta, tb), "fp32", K, what)
+        assert_matches(C, reference(A, B, C0, 0.5, 1.5, ta, tb), precision, K, what)
         C = np.full((M, N), np.nan, dtype=np.float32)
         fastgemm.sgemm(A, B, C, trans_a=ta, trans_b=tb, kernel=name, backend="cuda")
-        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta, tb), "fp32", K, what + " poisoned")
+        assert_matches(C, reference(A, B, None, 1.0, 0.0, ta, tb), precision, K, what + " poisoned")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", FEW_ROWS)
+def test_few_row_wgmma_is_deterministic_and_refuses_many_rows(rng, name):
+    A, B = rand(rng, 64, 30000), rand(rng, 30000, 700)
+    first = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
+    for _ in range(2):
+        np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=name, backend="cuda"), first)
+    with pytest.raises(ConstraintError, match="M"):
+        fastgemm.sgemm(rand(rng, 129, 8), rand(rng, 8, 8), kernel=name, backend="cuda")
 
 
 @needs_gpu

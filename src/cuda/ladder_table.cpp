@@ -148,6 +148,12 @@ std::vector<LadderEntry> build() {
                                         "tf32_wgmma_256x128 with every tile's k range in splits where the tiles "
                                         "cannot fill the GPU, summed in split order by a second kernel; any shape",
                                         {{"BM", 256}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
+    add(auto_candidate(with_constraints(
+        hopper_only(rung("tf32_wgmma_64x128_splitk", 12, tf32, launch_tf32_wgmma_64x128_splitk, "12_tf32_wgmma.cu",
+                         "64-row tiles (wgmma m64n64k8) for problems of at most 128 rows, k split where the tiles "
+                         "cannot fill the GPU, summed in split order",
+                         {{"BM", 64}, {"BN", 128}, {"BK", 32}, {"stages", 6}})),
+        {Constraint::at_most('M', 128)})));
     add(auto_candidate(hopper_only(rung("fp32x3_wgmma_128x128", 13, fp32x3, launch_fp32x3_wgmma_128x128,
                                         "13_fp32x3_wgmma.cu",
                          "3xTF32 split products on wgmma (A's big part rounded by TMA, its small part from a "
@@ -159,6 +165,14 @@ std::vector<LadderEntry> build() {
                                         "cannot fill the GPU, summed in split order (non-finite sums to the IEEE "
                                         "fallback); any shape",
                                         {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
+    add(auto_candidate(with_constraints(
+        hopper_only(rung("fp32x3_wgmma_64x128_splitk", 13, fp32x3, launch_fp32x3_wgmma_64x128_splitk,
+                         "13_fp32x3_wgmma.cu",
+                         "64-row tiles (three wgmma m64n64k8 per k8) for problems of at most 128 rows, k split "
+                         "where the tiles cannot fill the GPU, summed in split order (non-finite sums to the "
+                         "IEEE fallback)",
+                         {{"BM", 64}, {"BN", 128}, {"BK", 32}, {"stages", 6}})),
+        {Constraint::at_most('M', 128)})));
 
     // Rung 14: memory-bound skinny problems, either small dimension, every transpose.
     add(auto_candidate(with_constraints(

@@ -8,7 +8,10 @@
 // nearest TF32 on the way into shared memory (cuBLAS TF32's error). Per-tile design:
 // wgmma_gemm.cuh; schedule and epilogue: wgmma_persistent.cuh.
 // Variant _splitk: the same kernel on every tile's k range in splits (split_k.cuh).
-// Constraints: any shape; an sm_90 GPU; transposed or unaligned operands are packed first.
+// Variant 64x128: 64-row tiles (m64n64k8 per consumer) for problems of up to 128 rows
+// (a small batch through x @ W^T), where a 256-row tile would compute three quarters
+// zeros or more.
+// Constraints: any shape (the 64x128 variant: M <= 128); an sm_90 GPU; transposed or unaligned operands are packed first.
 #include "cuda/common/wgmma_launch.cuh"
 
 namespace fastgemm {
@@ -24,6 +27,12 @@ void launch_tf32_wgmma_256x128(const DeviceOperands& p, cudaStream_t stream, Wor
 // that writing and adding its partial tile costs the whole GPU per SM (plan_split_k).
 void launch_tf32_wgmma_256x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
     launch_wgmma_split_k<Tf32Wgmma256x128>(p, stream, ws, "tf32_wgmma_256x128_splitk", 12.0);
+}
+
+using Tf32Wgmma64x128 = WgmmaPersistentConfig<64, WgmmaMath::tf32>;
+
+void launch_tf32_wgmma_64x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_split_k<Tf32Wgmma64x128>(p, stream, ws, "tf32_wgmma_64x128_splitk", 12.0);
 }
 
 }  // namespace cuda

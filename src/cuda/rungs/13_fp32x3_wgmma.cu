@@ -13,7 +13,9 @@
 // parts of C go to a plain FP32 kernel (nonfinite.cuh). What was tried and not kept:
 // docs/cuda-notes.md#fp32x3-design.
 // Variant _splitk: every tile's k range in splits, summed and checked by reduce_split_k.
-// Constraints: any shape; an sm_90 GPU.
+// Variant 64x128: 64-row tiles for problems of up to 128 rows (a small batch), where a
+// 128-row tile would compute up to half zeros or leave most SMs idle.
+// Constraints: any shape (the 64x128 variant: M <= 128); an sm_90 GPU.
 #include "cuda/common/wgmma_launch.cuh"
 
 namespace fastgemm {
@@ -29,6 +31,12 @@ void launch_fp32x3_wgmma_128x128(const DeviceOperands& p, cudaStream_t stream, W
 // (split_k.cuh). A partial tile costs about four of this kernel's k-tiles.
 void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
     launch_wgmma_split_k<Fp32x3Wgmma128x128>(p, stream, ws, "fp32x3_wgmma_128x128_splitk", 4.0);
+}
+
+using Fp32x3Wgmma64x128 = WgmmaPersistentConfig<64, WgmmaMath::fp32x3>;
+
+void launch_fp32x3_wgmma_64x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_split_k<Fp32x3Wgmma64x128>(p, stream, ws, "fp32x3_wgmma_64x128_splitk", 4.0);
 }
 
 }  // namespace cuda
