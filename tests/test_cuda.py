@@ -709,8 +709,10 @@ def test_split_reductions_are_deterministic(rng, name):
 
 @needs_gpu
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
-@pytest.mark.parametrize("name,M", [("fp32x3_wgmma_128x128_splitk", 300), ("fp32x3_wgmma_64x128_splitk", 120)])
-def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M):
+@pytest.mark.parametrize("name,M,tb", [("fp32x3_wgmma_128x128_splitk", 300, False),
+                                       ("fp32x3_wgmma_64x128_splitk", 120, False),
+                                       ("fp32x3_wgmma_64x128_splitk", 120, True)])  # B^T read in place
+def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M, tb):
     """fp32x3's split-K reduction lists the 64 x 64 regions whose sums are not finite for
     the IEEE fallback, which must still see the C it was given (beta != 0)."""
     N, K = 260, 4000  # 9 tiles of 128 x 128 (or 6 of 64 x 128): split 14 ways or more
@@ -722,7 +724,8 @@ def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M):
     A[M * 23 // 30, 9] = np.inf  # meets the zero row of B: that row of C is NaN
     A[M // 3, 2500] = np.float32(3.4028e38)  # finite, but its TF32 big part is not
     C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel=name, backend="cuda")
+    fastgemm.sgemm(A, np.ascontiguousarray(B.T) if tb else B, C, alpha=alpha, beta=beta, trans_b=tb, kernel=name,
+                   backend="cuda")
     ref = ieee_reference(A, B, C0, alpha, beta, False, False)
     # In float32, row M / 3's alpha-scaled sums beyond FLT_MAX are +-Inf: compare the
     # patterns of the reference as a float32 result would hold it.

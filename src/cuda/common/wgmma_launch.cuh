@@ -18,9 +18,10 @@ namespace fastgemm {
 namespace cuda {
 
 // The three tensor maps a wgmma kernel reads (A, A's small part for fp32x3, B), after
-// whatever preparation the operands need.
+// whatever preparation the operands need, and the layout B's map reads.
 struct WgmmaMaps {
     CUtensorMap a, a_small, b;
+    BLayout b_layout = BLayout::n_major;
 };
 
 // fp32x3: A's pass zeroes `*fallback_count` in stream order (prepare_operand): the count
@@ -50,15 +51,34 @@ WgmmaMaps prepare_wgmma_operands(const DeviceOperands& p, cudaStream_t stream, W
         a = tma_readable(p.A, lda, q.trans_a, q.M, q.K, ws, 0, stream);
     }
     // B: fp32x3 splits each fragment in registers, so it needs the FP32 values as they
-    // are; tf32's map rounds them like A's.
-    int64_t ldb = q.ldb;
-    const float* b = tma_readable(p.B, ldb, q.trans_b, q.K, q.N, ws, 2, stream);
+    // are; tf32's map rounds them like A's. A transposed B (N x K as stored) is read in
+    // place by the kernels built for it (Cfg::KMAJOR_B) when its rows start on 16 bytes,
+    // else packed.
     const TmaElement b_element = Cfg::X3 ? TmaElement::fp32 : TmaElement::tf32;
     const CUtensorMap map_a =
         make_tma_map_2d(a, q.M, q.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128, TmaElement::tf32);
     // tf32 reads no small parts: its kernel never uses that map.
-    return {map_a, Cfg::X3 ? make_tma_map_2d(small, q.M, q.K, ld_small, Cfg::BM, Cfg::BK) : map_a,
-            make_tma_map_2d(b, q.K, q.N, ldb, Cfg::BK, 32, TmaLayout::swizzle128, b_element)};
+    const CUtensorMap map_small = Cfg::X3 ? make_tma_map_2d(small, q.M, q.K, ld_small, Cfg::BM, Cfg::BK) : map_a;
+    if (Cfg::KMAJOR_B && q.trans_b && tma_ready(p.B, q.ldb))
+        return {map_a, map_small,
+                make_tma_map_2d(p.B, q.N, q.K, q.ldb, Cfg::BN, Cfg::BK, TmaLayout::swizzle128, b_element),
+                BLayout::k_major};
+    int64_t ldb = q.ldb;
+    const float* b = tma_readable(p.B, ldb, q.trans_b, q.K, q.N, ws, 2, stream);
+    return {map_a, map_small, make_tma_map_2d(b, q.K, q.N, ldb, Cfg::BK, 32, TmaLayout::swizzle128, b_element),
+            BLayout::n_major};
+}
+
+// One launch of the kernel for `Schedule`, built for the layout of B's map.
+template <class Cfg, WgmmaSchedule Schedule>
+void launch_wgmma_kernel(const WgmmaMaps& maps, unsigned blocks, cudaStream_t stream, const DeviceOperands& p,
+                         const TailSplit& ts, int* fallback, const SplitKSlabs& slabs) {
+    auto kernel = wgmma_persistent_kernel<Cfg, Schedule, BLayout::n_major>;
+    if constexpr (Cfg::KMAJOR_B)
+        if (maps.b_layout == BLayout::k_major) kernel = wgmma_persistent_kernel<Cfg, Schedule, BLayout::k_major>;
+    allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
+    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback, slabs);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 
 // Persistent: one block per SM (fewer when there are fewer tiles), each walking its
@@ -84,18 +104,9 @@ void launch_wgmma_persistent(const DeviceOperands& p, cudaStream_t stream, Works
     const TailSplit ts = plan_stream_k_tail(tiles, blocks, ceil_div(q.K, Cfg::BK), blocks / 2,
                                             size_t(Cfg::BM) * Cfg::BN, ws, stream);
     // The whole tiles, then the tail.
-    auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::whole_tiles>;
-    allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
-                                                                   SplitKSlabs{});
-    FASTGEMM_CUDA_CHECK_LAUNCH();
-    if (ts.tail_tiles > 0) {
-        auto tail_kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::stream_k_tail>;
-        allow_dynamic_smem(tail_kernel, Cfg::SMEM_BYTES);
-        tail_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback,
-                                                                   SplitKSlabs{});
-        FASTGEMM_CUDA_CHECK_LAUNCH();
-    }
+    launch_wgmma_kernel<Cfg, WgmmaSchedule::whole_tiles>(maps, blocks, stream, p, ts, fallback, SplitKSlabs{});
+    if (ts.tail_tiles > 0)
+        launch_wgmma_kernel<Cfg, WgmmaSchedule::stream_k_tail>(maps, blocks, stream, p, ts, fallback, SplitKSlabs{});
     if (Cfg::X3) gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
 }
 
@@ -130,10 +141,7 @@ void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspac
     units.full_tiles = int(tiles);
     const int64_t unit_count = tiles * S;
     const unsigned blocks = unsigned(unit_count < sms ? unit_count : sms);
-    auto kernel = wgmma_persistent_kernel<Cfg, WgmmaSchedule::split_k>;
-    allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
-    kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, units, nullptr, slabs);
-    FASTGEMM_CUDA_CHECK_LAUNCH();
+    launch_wgmma_kernel<Cfg, WgmmaSchedule::split_k>(maps, blocks, stream, p, units, nullptr, slabs);
     reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, fallback, stream);
     if (Cfg::X3) gemm_ieee_listed(p, fallback, int(regions), kSplitKRegion, kSplitKRegion, stream);
 }

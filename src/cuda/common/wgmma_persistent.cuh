@@ -17,8 +17,15 @@
 //   rows of C; unaligned rows of C and the ragged right edge fall back to scalar stores.
 // - fp32x3 tests each warpgroup's accumulators before its part of C is stored and lists
 //   the parts that are not finite for a plain FP32 kernel (nonfinite.cuh).
+// - B in shared memory, either layout (BLayout): n_major, four 32 (k) x 32 (n) boxes
+//   per k-tile, as B (K x N) is stored; k_major, one 128 (n) x 32 (k) box, as a
+//   transposed B is stored (x @ W^T with W N x K row-major), so that it is read in place
+//   instead of packed by a pass over the whole of W. Either way 128-byte rows under the
+//   128-byte swizzle; each layout has its own labelling of fragment rows by n (below),
+//   chosen so that the 32 lanes' scalar fragment loads hit 32 distinct banks.
 // Any M, N, K (K = 0 included: C = beta * C); A and B rows 16-byte aligned (the
-// launcher packs an operand that is not, or is transposed).
+// launcher packs an operand that is not, or a transposed A, or a transposed B where the
+// kernel is built for n_major only).
 #pragma once
 
 #include "cuda/common/hopper.cuh"
@@ -32,6 +39,7 @@ namespace cuda {
 
 enum class WgmmaMath { tf32, fp32x3 };
 enum class WgmmaSchedule { whole_tiles, stream_k_tail, split_k };
+enum class BLayout { n_major, k_major };
 
 template <int BM_, WgmmaMath MATH>
 struct WgmmaPersistentConfig {
@@ -56,6 +64,10 @@ struct WgmmaPersistentConfig {
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8 + 16;
     static constexpr int ACC = BM / 2;  // accumulator registers per consumer thread
     static constexpr int GROUP = 8;     // tile-rows per rasterisation group
+    // Whether a k_major kernel is built (the launcher reads a transposed B in place):
+    // for the 64-row tiles, whose few rows make the problem as long as W takes to read,
+    // so that a packing pass over W would double it.
+    static constexpr bool KMAJOR_B = BM == 64;
     static_assert(STAGES >= 2, "need at least two stages");
     static_assert(SMEM_BYTES <= 227 * 1024, "over the sm_90 shared-memory limit per block");
 };
@@ -115,7 +127,7 @@ __device__ __forceinline__ void list_for_fallback(int* fallback, int64_t m0, int
 // slabs.splits k-ranges), unchecked: fp32x3's test of the sums is reduce_split_k's. fp32x3 tests each warpgroup's accumulators
 // before storing its BM x 64 part of C, and lists the parts that are not finite in
 // `fallback` (a count, then (m0, n0) pairs) instead (nonfinite.cuh).
-template <class Cfg, WgmmaSchedule Schedule>
+template <class Cfg, WgmmaSchedule Schedule, BLayout BL>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     wgmma_persistent_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_a_small,
                             const __grid_constant__ CUtensorMap map_b, DeviceOperands p, TailSplit ts, int* fallback,
@@ -166,9 +178,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     tma_load_2d(st, &map_a, kt * BK, m0, &full[s]);
                     if (Cfg::X3) tma_load_2d(st + Cfg::A_BYTES, &map_a_small, kt * BK, m0, &full[s]);
                     uint8_t* bt = st + (Cfg::X3 ? 2 : 1) * Cfg::A_BYTES;
+                    if constexpr (BL == BLayout::k_major) {
+                        tma_load_2d(bt, &map_b, kt * BK, n0, &full[s]);  // B^T: rows n, columns k
+                    } else {
 #pragma unroll
-                    for (int j = 0; j < BN / 32; ++j)
-                        tma_load_2d(bt + j * Cfg::B_BOX_BYTES, &map_b, n0 + 32 * j, kt * BK, &full[s]);
+                        for (int j = 0; j < BN / 32; ++j)
+                            tma_load_2d(bt + j * Cfg::B_BOX_BYTES, &map_b, n0 + 32 * j, kt * BK, &full[s]);
+                    }
                 }
             };
             if constexpr (SplitK) {
@@ -192,19 +208,34 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const int g = lane >> 2, t = lane & 3;
 
     // Byte offset in the B tile of this thread's fragment element (row half h, k half q)
-    // at k8 step 0; step kk adds kk * 8 rows of 128 bytes (see wgmma_gemm.cuh).
+    // at k8 step 0 (see wgmma_gemm.cuh). n_major: step kk adds kk * 8 rows of 128 bytes,
+    // and fragment row g + 8h of warp w holds n = 32(w>>1) + 8(w&1) + 16(g>>2) + 4h +
+    // (g&3). k_major: row g + 8h holds n = 16w + g + 8h (row n of the box, whose
+    // 16-byte chunk j sits at chunk j ^ (n % 8) = j ^ g); step kk moves k by 8, chunk
+    // q + 2kk, which the swizzle turns into (q ^ g) ^ 2kk (frag_at).
     uint32_t frag_off[2][2];
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-            const int box = 2 * c + (warp >> 1);
-            const int chunk = 2 * (warp & 1) + 4 * (g >> 2) + h;
-            const int k = t + 4 * q;
-            frag_off[h][q] = box * Cfg::B_BOX_BYTES + k * 128 + ((chunk ^ k) * 16) + (g & 3) * 4;
+            if constexpr (BL == BLayout::k_major) {
+                const int n = 64 * c + 16 * warp + g + 8 * h;
+                frag_off[h][q] = n * 128 + ((q ^ g) << 4) + 4 * t;
+            } else {
+                const int box = 2 * c + (warp >> 1);
+                const int chunk = 2 * (warp & 1) + 4 * (g >> 2) + h;
+                const int k = t + 4 * q;
+                frag_off[h][q] = box * Cfg::B_BOX_BYTES + k * 128 + ((chunk ^ k) * 16) + (g & 3) * 4;
+            }
         }
-    // This thread's n (within the consumer's 64) for fragment row half e2.
-    const int n_frag = 32 * (warp >> 1) + 8 * (warp & 1) + 16 * (g >> 2) + (g & 3);
+    auto frag_at = [&](int h, int q, int kk) -> uint32_t {
+        return BL == BLayout::k_major ? frag_off[h][q] ^ uint32_t(kk << 5) : frag_off[h][q] + kk * 1024;
+    };
+    // This thread's n (within the consumer's 64) for accumulator row half e2: n_frag +
+    // N_E2 * e2.
+    const int n_frag = BL == BLayout::k_major ? 16 * warp + g
+                                              : 32 * (warp >> 1) + 8 * (warp & 1) + 16 * (g >> 2) + (g & 3);
+    constexpr int N_E2 = BL == BLayout::k_major ? 8 : 4;
 
     float d[Cfg::ACC];                 // the result (FP32 registers)
     float dt[Cfg::X3 ? Cfg::ACC : 1];  // one k-tile's products (fp32x3)
@@ -222,7 +253,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         for (int kk = 0; kk < KK; ++kk)
 #pragma unroll
             for (int r = 0; r < 4; ++r) {
-                const float v = *reinterpret_cast<const float*>(bt + frag_off[r & 1][r >> 1] + kk * 1024);
+                const float v = *reinterpret_cast<const float*>(bt + frag_at(r & 1, r >> 1, kk));
                 if constexpr (Cfg::X3) {
                     const Tf32Split t = split_tf32(v * kX3ScaleB);  // scaled: see kX3Tiny
                     fb[P][kk][r] = t.big;
@@ -339,7 +370,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 for (int e1 = 0; e1 < 2; ++e1)
 #pragma unroll
                     for (int e2 = 0; e2 < 2; ++e2)
-                        part[(8 * j + 2 * t + e1) * slabs.ld + 64 * c + n_frag + 4 * e2] = d[4 * j + 2 * e2 + e1];
+                        part[(8 * j + 2 * t + e1) * slabs.ld + 64 * c + n_frag + N_E2 * e2] = d[4 * j + 2 * e2 + e1];
         }
         return;
     }
@@ -364,7 +395,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             }
         }
 
-        // d[4j + 2e2 + e1] is C(m0 + 8j + 2t + e1, n0 + 64c + n_frag + 4e2).
+        // d[4j + 2e2 + e1] is C(m0 + 8j + 2t + e1, n0 + 64c + n_frag + N_E2 e2).
         constexpr int CHUNKS = BM / Cfg::EPI_ROWS, JPC = Cfg::EPI_ROWS / 8;
         const int tid = threadIdx.x % 128;
 #pragma unroll
@@ -378,7 +409,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
                     for (int e2 = 0; e2 < 2; ++e2) {
                         const int r = 8 * jj + 2 * t + e1;
-                        const int n = n_frag + 4 * e2;
+                        const int n = n_frag + N_E2 * e2;
                         const int q = (n >> 2) ^ ((r >> 1) & 3);
                         buf[r * 64 + q * 4 + (n & 3)] = d[4 * (JPC * ch + jj) + 2 * e2 + e1];
                     }
@@ -420,7 +451,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             for (int e1 = 0; e1 < 2; ++e1)
 #pragma unroll
                 for (int e2 = 0; e2 < 2; ++e2)
-                    part[(8 * j + 2 * t + e1) * BN + 64 * c + n_frag + 4 * e2] = d[4 * j + 2 * e2 + e1];
+                    part[(8 * j + 2 * t + e1) * BN + 64 * c + n_frag + N_E2 * e2] = d[4 * j + 2 * e2 + e1];
         __threadfence();
         // *last_segment: 0, this block does not complete the tile; 1, it completes it
         // and sums the partials; 2 (Checked), it completes it and a segment was not

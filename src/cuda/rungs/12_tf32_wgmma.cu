@@ -10,7 +10,9 @@
 // Variant _splitk: the same kernel on every tile's k range in splits (split_k.cuh).
 // Variant 64x128: 64-row tiles (m64n64k8 per consumer) for problems of up to 128 rows
 // (a small batch through x @ W^T), where a 256-row tile would compute three quarters
-// zeros or more.
+// zeros or more. Such problems take as long as W takes to read, so this variant reads
+// a transposed B (W stored N x K) in place instead of packing it first (BLayout in
+// wgmma_persistent.cuh).
 // Constraints: any shape (the 64x128 variant: M <= 128); an sm_90 GPU; transposed or unaligned operands are packed first.
 #include "cuda/common/wgmma_launch.cuh"
 

@@ -14,7 +14,8 @@
 // docs/cuda-notes.md#fp32x3-design.
 // Variant _splitk: every tile's k range in splits, summed and checked by reduce_split_k.
 // Variant 64x128: 64-row tiles for problems of up to 128 rows (a small batch), where a
-// 128-row tile would compute up to half zeros or leave most SMs idle.
+// 128-row tile would compute up to half zeros or leave most SMs idle; it reads a
+// transposed B in place, as the tf32 one does.
 // Constraints: any shape (the 64x128 variant: M <= 128); an sm_90 GPU.
 #include "cuda/common/wgmma_launch.cuh"
 
