@@ -103,19 +103,21 @@ public:
             d_.threadgroup_memory[size_t(index)] = bytes;
         }
         opt_.strict = true;  // fastgemm's own shaders must not diverge at barriers
-        // Ctrl-C: the dispatch stops at the next barrier step and leaves C incomplete; the
-        // caller's interrupt check then throws Interrupted (core/interrupt.hpp).
+        // Ctrl-C: the dispatch stops at the next barrier step and leaves C incomplete,
+        // which run() reports as Interrupted (core/interrupt.hpp).
         opt_.stop_requested = &interrupt_requested;
     }
 
     Timing run() override {
         const auto t0 = std::chrono::steady_clock::now();
         if (p_.M > 0 && p_.N > 0) {
+            bool complete = false;
             try {
-                fgemu::run(entry_, d_, opt_);
+                complete = fgemu::run(entry_, d_, opt_);
             } catch (const fgemu::Error& e) {
                 throw KernelError(std::string("metal-emu: ") + e.what());
             }
+            if (!complete) throw Interrupted();
         }
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return Timing{s, s};
