@@ -5,6 +5,7 @@ GPU tests skip, with the backend's own reason, where no NVIDIA GPU is usable; th
 and status tests run everywhere the backend was compiled (CI has nvcc but no GPU)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -46,12 +47,24 @@ def _skip_without_cublas():
         pytest.skip("cuBLAS could not be loaded: " + dict(_status().properties)["cublas"])
 
 
+def _either_bound(text):
+    """The bound of an "M <= n or N <= n" rule (the few-row tiles), else None."""
+    m = re.fullmatch(r"M <= (\d+) or N <= \1", text)
+    return int(m.group(1)) if m else None
+
+
 def _constrained_shape(info, base=(96, 80, 40)):
     """The smallest shape >= base that satisfies the kernel's multiple_of rules, with its
-    at_most rules applied as caps."""
+    at_most rules applied as caps. "M <= n or N <= n" caps N: the tall problem, which
+    those kernels compute transposed, so that the generic tests reach that path (the
+    few-row tests cover the other)."""
     dims = dict(zip("MNK", base))
     for c in info.constraints:
         text = str(c)
+        either = _either_bound(text)
+        if either is not None:
+            dims["N"] = min(dims["N"], either)
+            continue
         for d in "MNK":
             if text.startswith(f"{d} %"):
                 m = int(text.split("%")[1].split("==")[0])
@@ -62,11 +75,14 @@ def _constrained_shape(info, base=(96, 80, 40)):
 
 
 def _violating_shape(info, M, N, K):
-    """(M, N, K) changed so that the kernel's first rule fails: one past an at_most bound,
-    or one more than a multiple."""
+    """(M, N, K) changed so that the kernel's first rule fails: one past an at_most bound
+    (past both for an either-side rule), or one more than a multiple."""
     dims = dict(zip("MNK", (M, N, K)))
     text = str(info.constraints[0])
-    if "<=" in text:
+    either = _either_bound(text)
+    if either is not None:
+        dims["M"] = dims["N"] = either + 1
+    elif "<=" in text:
         dims[text[0]] = int(text.split("<=")[1]) + 1
     else:
         dims[text[0]] += 1
@@ -227,7 +243,7 @@ def test_nan_and_inf_inputs_propagate_like_ieee(rng, name):
     A, B = rand(rng, M, K), rand(rng, K, N)
     A[5, 7] = np.inf
     A[17, 3] = np.nan
-    B[11, 40] = -np.inf
+    B[11, min(40, N - 3)] = -np.inf
     B[9, :] = 0.0
     A[23, 9] = np.inf                # meets the zero row of B: row 23 of C is NaN
     C = np.full((M, N), 7.0, dtype=np.float32)
@@ -709,17 +725,21 @@ def test_split_reductions_are_deterministic(rng, name):
 
 @needs_gpu
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
-@pytest.mark.parametrize("name,M,tb", [("fp32x3_wgmma_128x128_splitk", 300, False),
-                                       ("fp32x3_wgmma_64x128_splitk", 120, False),
-                                       ("fp32x3_wgmma_64x128_splitk", 120, True)])  # B^T read in place
-def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M, tb):
+@pytest.mark.parametrize("name,M,N,tb", [("fp32x3_wgmma_128x128_splitk", 300, 260, False),
+                                         ("fp32x3_wgmma_64x128_splitk", 120, 260, False),
+                                         ("fp32x3_wgmma_64x128_splitk", 120, 260, True),  # B^T read in place
+                                         ("fp32x3_wgmma_16x128_splitk", 16, 260, True),
+                                         ("fp32x3_wgmma_16x128_splitk", 300, 13, False),  # computed as C^T
+                                         ("fp32x3_wgmma_64x128_splitk", 300, 100, True)])
+def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M, N, tb):
     """fp32x3's split-K reduction lists the 64 x 64 regions whose sums are not finite for
-    the IEEE fallback, which must still see the C it was given (beta != 0)."""
-    N, K = 260, 4000  # 9 tiles of 128 x 128 (or 6 of 64 x 128): split 14 ways or more
+    the IEEE fallback, which must still see the C it was given (beta != 0); for a product
+    computed as C^T, the regions are C's, not C^T's."""
+    K = 4000  # 9 tiles of 128 x 128 (or 6 of 64 x 128): split 14 ways or more
     A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
     A[5, 7] = np.inf
     A[M * 17 // 30, 3000] = np.nan
-    B[11, 40] = -np.inf
+    B[11, N * 40 // 260] = -np.inf
     B[9, :] = 0.0
     A[M * 23 // 30, 9] = np.inf  # meets the zero row of B: that row of C is NaN
     A[M // 3, 2500] = np.float32(3.4028e38)  # finite, but its TF32 big part is not
@@ -743,21 +763,25 @@ SKINNY_M = [(1, 1, 1), (1, 4099, 4096), (3, 1000, 517), (4, 4096, 1), (5, 257, 4
             (17, 33, 65), (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
 
 
-# The 64-row wgmma tiles (M <= 128): one or two tiles of rows, ragged everywhere, K from
-# 1 to a split of many ways.
-FEW_ROWS = ["tf32_wgmma_64x128_splitk", "fp32x3_wgmma_64x128_splitk"]
-FEW_ROWS_SHAPES = [(1, 1, 1), (1, 4099, 4096), (7, 300, 3), (16, 4096, 4096), (17, 33, 65), (64, 1500, 2000),
-                   (65, 257, 95), (100, 2049, 777), (128, 131, 30000)]
+# The few-row wgmma tiles and the most rows (or columns) each takes. Their shapes: one or
+# two tiles of rows, ragged everywhere, K from 1 to a split of many ways; and the same
+# shapes transposed (few columns, many rows), which they compute as C^T.
+FEW_ROWS = {"tf32_wgmma_64x128_splitk": 128, "fp32x3_wgmma_64x128_splitk": 128, "fp32x3_wgmma_32x128_splitk": 32,
+            "fp32x3_wgmma_16x128_splitk": 16}
+FEW_ROWS_SHAPES = [(1, 1, 1), (1, 4099, 4096), (7, 300, 3), (16, 4096, 4096), (17, 33, 65), (32, 257, 1000),
+                   (33, 1500, 2000), (64, 1500, 2000), (65, 257, 95), (100, 2049, 777), (128, 131, 30000)]
 
 
 def _skinny_shapes(name):
     if name in FEW_ROWS:
-        return FEW_ROWS_SHAPES
+        most = FEW_ROWS[name]
+        few = [s for s in FEW_ROWS_SHAPES if s[0] <= most]
+        return few + [(n, m, k) for m, n, k in few if n > most]
     return SKINNY_M if name == "skinny_m64" else [(n, m, k) for m, n, k in SKINNY_M]
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"] + FEW_ROWS)
+@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"] + sorted(FEW_ROWS))
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_skinny_shapes_and_transposes(rng, name, ta, tb):
     """Every transpose: both layouts of the big operand (rows along k, the x @ W^T case,
@@ -777,14 +801,19 @@ def test_skinny_shapes_and_transposes(rng, name, ta, tb):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", FEW_ROWS)
+@pytest.mark.parametrize("name", sorted(FEW_ROWS))
 def test_few_row_wgmma_is_deterministic_and_refuses_many_rows(rng, name):
-    A, B = rand(rng, 64, 30000), rand(rng, 30000, 700)
-    first = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
-    for _ in range(2):
-        np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=name, backend="cuda"), first)
-    with pytest.raises(ConstraintError, match="M"):
-        fastgemm.sgemm(rand(rng, 129, 8), rand(rng, 8, 8), kernel=name, backend="cuda")
+    """Same bits call after call, either way round; a problem with many rows and many
+    columns is refused, naming the rule."""
+    most = FEW_ROWS[name]
+    for M, N in ((min(64, most), 700), (700, min(64, most))):
+        A, B = rand(rng, M, 30000), rand(rng, 30000, N)
+        first = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
+        for _ in range(2):
+            np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=name, backend="cuda"), first)
+        assert_matches(first, reference(A, B), KERNELS[name].precision, 30000, f"{name} {M}x{N}")
+    with pytest.raises(ConstraintError, match=f"M <= {most} or N <= {most}"):
+        fastgemm.sgemm(rand(rng, most + 1, 8), rand(rng, 8, most + 1), kernel=name, backend="cuda")
 
 
 @needs_gpu

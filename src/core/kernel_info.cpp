@@ -42,6 +42,7 @@ bool Constraint::accepts(const Problem& p) const {
         case Kind::plain_scalars: return p.alpha == 1.0f && p.beta == 0.0f;
         case Kind::trans_b: return p.trans_b;
         case Kind::vector: return p.M == 1 || p.N == 1;
+        case Kind::few_rows_or_columns: return p.M <= value || p.N <= value;
     }
     return false;
 }
@@ -58,6 +59,7 @@ std::string Constraint::describe() const {
         case Kind::plain_scalars: os << "alpha == 1 and beta == 0"; break;
         case Kind::trans_b: os << "trans_b == True"; break;
         case Kind::vector: os << "M == 1 or N == 1"; break;
+        case Kind::few_rows_or_columns: os << "M <= " << value << " or N <= " << value; break;
     }
     return os.str();
 }

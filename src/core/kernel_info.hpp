@@ -39,6 +39,7 @@ struct Constraint {
         plain_scalars,  // alpha == 1, beta == 0
         trans_b,        // op(B) = B^T: B stored N x K
         vector,         // M == 1 or N == 1
+        few_rows_or_columns,  // M <= value or N <= value
     };
     Kind kind;
     char dim = 0;  // 'M', 'N' or 'K' for shape rules
@@ -53,6 +54,7 @@ struct Constraint {
     static Constraint plain_scalars() { return {Kind::plain_scalars, 0, 0}; }
     static Constraint trans_b() { return {Kind::trans_b, 0, 0}; }
     static Constraint vector() { return {Kind::vector, 0, 0}; }
+    static Constraint few_rows_or_columns(int64_t n) { return {Kind::few_rows_or_columns, 0, n}; }
 
     bool accepts(const Problem& p) const;
     std::string describe() const;  // "M % 64 == 0"

@@ -52,6 +52,8 @@ void launch_tf32_wgmma_64x128_splitk(const DeviceOperands&, cudaStream_t, Worksp
 void launch_fp32x3_wgmma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/13_fp32x3_wgmma.cu
 void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_fp32x3_wgmma_64x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_fp32x3_wgmma_32x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_fp32x3_wgmma_16x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_skinny_m64(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/14_skinny.cu
 void launch_skinny_n64(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_ozaki_int8_128x256(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/15_ozaki_int8.cu

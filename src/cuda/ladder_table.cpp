@@ -150,10 +150,10 @@ std::vector<LadderEntry> build() {
                                         {{"BM", 256}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
     add(auto_candidate(with_constraints(
         hopper_only(rung("tf32_wgmma_64x128_splitk", 12, tf32, launch_tf32_wgmma_64x128_splitk, "12_tf32_wgmma.cu",
-                         "64-row tiles (wgmma m64n64k8) for problems of at most 128 rows, k split where the tiles "
-                         "cannot fill the GPU, summed in split order",
+                         "64-row tiles (wgmma m64n64k8) for problems of at most 128 rows (or columns: computed as "
+                         "C^T), B^T read in place, k split where the tiles cannot fill the GPU, summed in split order",
                          {{"BM", 64}, {"BN", 128}, {"BK", 32}, {"stages", 6}})),
-        {Constraint::at_most('M', 128)})));
+        {Constraint::few_rows_or_columns(128)})));
     add(auto_candidate(hopper_only(rung("fp32x3_wgmma_128x128", 13, fp32x3, launch_fp32x3_wgmma_128x128,
                                         "13_fp32x3_wgmma.cu",
                          "3xTF32 split products on wgmma (A's big part rounded by TMA, its small part from a "
@@ -168,11 +168,27 @@ std::vector<LadderEntry> build() {
     add(auto_candidate(with_constraints(
         hopper_only(rung("fp32x3_wgmma_64x128_splitk", 13, fp32x3, launch_fp32x3_wgmma_64x128_splitk,
                          "13_fp32x3_wgmma.cu",
-                         "64-row tiles (three wgmma m64n64k8 per k8) for problems of at most 128 rows, k split "
-                         "where the tiles cannot fill the GPU, summed in split order (non-finite sums to the "
-                         "IEEE fallback)",
+                         "64-row tiles (three wgmma m64n64k8 per k8) for problems of at most 128 rows (or "
+                         "columns: computed as C^T), B^T read in place, k split where the tiles cannot fill the "
+                         "GPU, summed in split order (non-finite sums to the IEEE fallback)",
                          {{"BM", 64}, {"BN", 128}, {"BK", 32}, {"stages", 6}})),
-        {Constraint::at_most('M', 128)})));
+        {Constraint::few_rows_or_columns(128)})));
+    add(auto_candidate(with_constraints(
+        hopper_only(rung("fp32x3_wgmma_32x128_splitk", 13, fp32x3, launch_fp32x3_wgmma_32x128_splitk,
+                         "13_fp32x3_wgmma.cu",
+                         "32-row tiles (three wgmma m64n32k8 per k8), memory-bound: eight stages of W in flight; "
+                         "at most 32 rows (or columns: computed as C^T), B^T read in place, k split, summed in "
+                         "split order (non-finite sums to the IEEE fallback)",
+                         {{"BM", 32}, {"BN", 128}, {"BK", 32}, {"stages", 8}})),
+        {Constraint::few_rows_or_columns(32)})));
+    add(auto_candidate(with_constraints(
+        hopper_only(rung("fp32x3_wgmma_16x128_splitk", 13, fp32x3, launch_fp32x3_wgmma_16x128_splitk,
+                         "13_fp32x3_wgmma.cu",
+                         "16-row tiles (three wgmma m64n16k8 per k8), memory-bound: ten stages of W in flight; "
+                         "at most 16 rows (or columns: computed as C^T), B^T read in place, k split, summed in "
+                         "split order (non-finite sums to the IEEE fallback)",
+                         {{"BM", 16}, {"BN", 128}, {"BK", 32}, {"stages", 10}})),
+        {Constraint::few_rows_or_columns(16)})));
 
     // Rung 14: memory-bound skinny problems, either small dimension, every transpose.
     add(auto_candidate(with_constraints(
@@ -189,7 +205,7 @@ std::vector<LadderEntry> build() {
         {Constraint::at_most('N', 64)})));
 
     // Rung 15: fp32_ozaki, FP32 accuracy from exact INT8 residue products. Not a candidate for
-    // kernel="auto" until tests/test_cuda.py has passed on an H200 (it has not run on a GPU).
+    // kernel="auto" while it is slower than fp32x3 (docs/ozaki.md, "What is still open").
     add(hopper_only(rung("ozaki_int8_128x256", 15, Precision::fp32_ozaki, launch_ozaki_int8_128x256,
                          "15_ozaki_int8.cu",
                          "7 int8 residue GEMMs (wgmma m64n256k32 s8 x s8, TMA ring) summed exactly, reduced mod m "

@@ -14,14 +14,41 @@ constexpr int kThreads = 256;
 constexpr int kRowsPerPass = kThreads / (kRegion / 4);  // 16: a thread owns one float4 column of 4 rows
 constexpr int kPasses = kRegion / kRowsPerPass;        // 4
 
-// One block per 64 x 64 region of C. Thread t owns columns n0 + 4 (t % 16) + [0, 4) of
-// rows m0 + t / 16 + 16 i (i < 4): a warp reads two 256-byte row segments per slab, and
-// the four rows' loads of a slab are in flight together. For every element the slabs are
-// added in increasing s, one chain of adds per element: the order never depends on timing.
-template <bool Checked>
+// alpha v + beta c for one element of C (beta == 0 does not read c).
+__device__ __forceinline__ float scaled(float v, const float* c, float alpha, float beta) {
+    return beta == 0.0f ? alpha * v : alpha * v + beta * *c;
+}
+
+// Four consecutive elements of a row of C: one float4 when aligned and whole, else one at
+// a time up to `count`.
+__device__ __forceinline__ void store_row4(float* c, const float (&v)[4], int64_t count, bool c_vec, float alpha,
+                                           float beta) {
+    if (c_vec && count >= 4) {
+        float4 r = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
+        if (beta != 0.0f) {
+            const float4 old = *reinterpret_cast<const float4*>(c);
+            r.x += beta * old.x, r.y += beta * old.y, r.z += beta * old.z, r.w += beta * old.w;
+        }
+        *reinterpret_cast<float4*>(c) = r;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (e < count) c[e] = scaled(v[e], c + e, alpha, beta);
+    }
+}
+
+// One block per 64 x 64 region of the slabs. Thread t owns columns n0 + 4 (t % 16) + [0,
+// 4) of rows m0 + t / 16 + 16 i (i < 4): a warp reads two 256-byte row segments per slab,
+// and the four rows' loads of a slab are in flight together. For every element the slabs
+// are added in increasing s, one chain of adds per element: the order never depends on
+// timing. Transposed: the region's sums pass through shared memory so that C's rows
+// (the slabs' columns) are written by the same float4 pattern.
+template <bool Checked, bool Transposed>
 __global__ void __launch_bounds__(kThreads)
     reduce_split_k_kernel(const float* partial, int splits, int64_t slab, int64_t ld, int64_t M, int64_t N, float* C,
                           int64_t ldc, float alpha, float beta, bool c_vec, int* fallback) {
+    // (+1: the transposed reads walk a column of the region without bank conflicts.)
+    __shared__ float region[Transposed ? kRegion : 1][Transposed ? kRegion + 1 : 1];
     const int tid = int(threadIdx.x);
     const int64_t n = int64_t(blockIdx.x) * kRegion + 4 * (tid % (kRegion / 4));
     const int64_t row_blocks = (M + kRegion - 1) / kRegion;
@@ -46,6 +73,17 @@ __global__ void __launch_bounds__(kThreads)
                 acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
             }
         }
+        if constexpr (Transposed) {
+            // Staged before the test, so that the sums' registers are free before it.
+            const int col = 4 * (tid % (kRegion / 4)), row = tid / (kRegion / 4);
+#pragma unroll
+            for (int i = 0; i < kPasses; ++i) {
+                region[row + kRowsPerPass * i][col + 0] = acc[i].x;
+                region[row + kRowsPerPass * i][col + 1] = acc[i].y;
+                region[row + kRowsPerPass * i][col + 2] = acc[i].z;
+                region[row + kRowsPerPass * i][col + 3] = acc[i].w;
+            }
+        }
         if constexpr (Checked) {
             // Only elements inside C count: padding rows and columns may hold anything.
             bool finite = true;
@@ -59,30 +97,36 @@ __global__ void __launch_bounds__(kThreads)
             if (!__syncthreads_and(finite)) {
                 if (tid == 0) {
                     const int k = atomicAdd(fallback, 1);
-                    fallback[1 + 2 * k] = int(m0);
-                    fallback[2 + 2 * k] = int(blockIdx.x) * kRegion;
+                    const int slab_row = int(m0), slab_col = int(blockIdx.x) * kRegion;  // C's corner:
+                    fallback[1 + 2 * k] = Transposed ? slab_col : slab_row;  // transposed, (col, row)
+                    fallback[2 + 2 * k] = Transposed ? slab_row : slab_col;
                 }
                 continue;  // uniform: every thread saw the same answer
             }
         }
+        if constexpr (!Transposed) {
 #pragma unroll
-        for (int i = 0; i < kPasses; ++i) {
-            const int64_t m = m_first + kRowsPerPass * i;
-            if (m >= M || n >= N) continue;
-            float* c = C + m * ldc + n;
-            const float v[4] = {acc[i].x, acc[i].y, acc[i].z, acc[i].w};
-            if (c_vec && n + 4 <= N) {
-                float4 r = make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3]);
-                if (beta != 0.0f) {
-                    const float4 old = *reinterpret_cast<const float4*>(c);
-                    r.x += beta * old.x, r.y += beta * old.y, r.z += beta * old.z, r.w += beta * old.w;
-                }
-                *reinterpret_cast<float4*>(c) = r;
-            } else {
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    if (n + e < N) c[e] = beta == 0.0f ? alpha * v[e] : alpha * v[e] + beta * c[e];
+            for (int i = 0; i < kPasses; ++i) {
+                const int64_t m = m_first + kRowsPerPass * i;
+                if (m >= M || n >= N) continue;
+                const float v[4] = {acc[i].x, acc[i].y, acc[i].z, acc[i].w};
+                store_row4(C + m * ldc + n, v, N - n, c_vec, alpha, beta);
             }
+        } else {
+            const int col = 4 * (tid % (kRegion / 4)), row = tid / (kRegion / 4);  // within the region
+            if constexpr (!Checked) __syncthreads();  // (the checked kernel's test was the barrier)
+            // C row r = n0 + row + 16 i (a slab column), columns m0 + col + [0, 4) (slab rows).
+            const int64_t n0 = int64_t(blockIdx.x) * kRegion;
+#pragma unroll
+            for (int i = 0; i < kPasses; ++i) {
+                const int64_t r = n0 + row + kRowsPerPass * i, m = m0 + col;
+                if (r >= N || m >= M) continue;
+                float v[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) v[e] = region[col + e][row + kRowsPerPass * i];
+                store_row4(C + r * ldc + m, v, M - m, c_vec, alpha, beta);
+            }
+            __syncthreads();  // the next region overwrites the buffer
         }
     }
 }
@@ -103,19 +147,20 @@ SplitKSlabs reserve_split_k_slabs(Workspace& ws, int splits, int64_t rows, int64
 }
 
 void reduce_split_k(const SplitKSlabs& slabs, int64_t M, int64_t N, float* C, int64_t ldc, float alpha, float beta,
-                    int* fallback, cudaStream_t stream) {
+                    int* fallback, cudaStream_t stream, SlabsToC to_c) {
     if (M == 0 || N == 0) return;
     if (slabs.rows < M || slabs.ld < N || slabs.ld % 4 != 0 || reinterpret_cast<uintptr_t>(slabs.partial) % 16 != 0)
         throw KernelError("reduce_split_k: the partial slabs do not cover C in whole 16-byte rows");
     const bool c_vec = ldc % 4 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
     const int64_t row_blocks = ceil_div(M, kRegion);
     const dim3 grid(unsigned(ceil_div(N, kRegion)), unsigned(row_blocks < 65535 ? row_blocks : 65535));
-    if (fallback)
-        reduce_split_k_kernel<true><<<grid, kThreads, 0, stream>>>(slabs.partial, slabs.splits, slabs.slab(), slabs.ld,
-                                                                   M, N, C, ldc, alpha, beta, c_vec, fallback);
+    auto kernel = reduce_split_k_kernel<false, false>;
+    if (to_c == SlabsToC::same)
+        kernel = fallback ? reduce_split_k_kernel<true, false> : reduce_split_k_kernel<false, false>;
     else
-        reduce_split_k_kernel<false><<<grid, kThreads, 0, stream>>>(slabs.partial, slabs.splits, slabs.slab(),
-                                                                    slabs.ld, M, N, C, ldc, alpha, beta, c_vec, nullptr);
+        kernel = fallback ? reduce_split_k_kernel<true, true> : reduce_split_k_kernel<false, true>;
+    kernel<<<grid, kThreads, 0, stream>>>(slabs.partial, slabs.splits, slabs.slab(), slabs.ld, M, N, C, ldc, alpha,
+                                          beta, c_vec, fallback);
     FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 

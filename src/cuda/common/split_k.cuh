@@ -65,13 +65,19 @@ struct SplitKSlabs {
 // tile_rows x tile_cols tiles.
 SplitKSlabs reserve_split_k_slabs(Workspace& ws, int splits, int64_t rows, int64_t cols, int tile_rows, int tile_cols);
 
-// C (M x N, row stride ldc) = alpha * sum of the slabs in split order + beta * C; beta
-// == 0 does not read C. With `fallback` (fp32x3), a 64 x 64 region of C whose sum is not
-// finite is left unwritten and listed in it (a count, then (m0, n0) pairs, at most
-// ceil(M / 64) ceil(N / 64) of them) for gemm_ieee_listed (nonfinite.cuh); the caller
-// zeroes the count first.
+// Where the slabs' element (m, n) goes: C(m, n), or C(n, m) for a product computed
+// transposed, C^T = op(B)^T op(A)^T (the few-row wgmma tiles take a problem with few
+// columns that way, wgmma_launch.cuh).
+enum class SlabsToC { same, transposed };
+
+// C = alpha * sum of the slabs in split order + beta * C, where the slabs hold an M x N
+// product: C is M x N (row stride ldc), or N x M for SlabsToC::transposed; beta == 0 does
+// not read C. With `fallback` (fp32x3), a 64 x 64 region of C whose sum is not finite is
+// left unwritten and listed in it (a count, then (row, column) pairs of C's region
+// corners, at most ceil(M / 64) ceil(N / 64) of them) for gemm_ieee_listed
+// (nonfinite.cuh); the caller zeroes the count first.
 void reduce_split_k(const SplitKSlabs& slabs, int64_t M, int64_t N, float* C, int64_t ldc, float alpha, float beta,
-                    int* fallback, cudaStream_t stream);
+                    int* fallback, cudaStream_t stream, SlabsToC to_c = SlabsToC::same);
 
 constexpr int kSplitKRegion = 64;  // the reduction's region of C, and fp32x3's fallback unit
 

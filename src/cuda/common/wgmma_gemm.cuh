@@ -44,6 +44,12 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[64], const uint32_t (&a)[4],
 __device__ __forceinline__ void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc, uint32_t scale_d) {
     wgmma_m64n64k8_tf32_rs(d, a[0], a[1], a[2], a[3], desc, scale_d);
 }
+__device__ __forceinline__ void wgmma_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t desc, uint32_t scale_d) {
+    wgmma_m64n32k8_tf32_rs(d, a[0], a[1], a[2], a[3], desc, scale_d);
+}
+__device__ __forceinline__ void wgmma_rs(float (&d)[8], const uint32_t (&a)[4], uint64_t desc, uint32_t scale_d) {
+    wgmma_m64n16k8_tf32_rs(d, a[0], a[1], a[2], a[3], desc, scale_d);
+}
 
 template <int N>
 struct Parity {

@@ -52,14 +52,13 @@ WgmmaMaps prepare_wgmma_operands(const DeviceOperands& p, cudaStream_t stream, W
     }
     // B: fp32x3 splits each fragment in registers, so it needs the FP32 values as they
     // are; tf32's map rounds them like A's. A transposed B (N x K as stored) is read in
-    // place by the kernels built for it (Cfg::KMAJOR_B) when its rows start on 16 bytes,
-    // else packed.
+    // place (BLayout::k_major) when its rows start on 16 bytes, else packed.
     const TmaElement b_element = Cfg::X3 ? TmaElement::fp32 : TmaElement::tf32;
     const CUtensorMap map_a =
         make_tma_map_2d(a, q.M, q.K, lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128, TmaElement::tf32);
     // tf32 reads no small parts: its kernel never uses that map.
     const CUtensorMap map_small = Cfg::X3 ? make_tma_map_2d(small, q.M, q.K, ld_small, Cfg::BM, Cfg::BK) : map_a;
-    if (Cfg::KMAJOR_B && q.trans_b && tma_ready(p.B, q.ldb))
+    if (q.trans_b && tma_ready(p.B, q.ldb))
         return {map_a, map_small,
                 make_tma_map_2d(p.B, q.N, q.K, q.ldb, Cfg::BN, Cfg::BK, TmaLayout::swizzle128, b_element),
                 BLayout::k_major};
@@ -73,9 +72,8 @@ WgmmaMaps prepare_wgmma_operands(const DeviceOperands& p, cudaStream_t stream, W
 template <class Cfg, WgmmaSchedule Schedule>
 void launch_wgmma_kernel(const WgmmaMaps& maps, unsigned blocks, cudaStream_t stream, const DeviceOperands& p,
                          const TailSplit& ts, int* fallback, const SplitKSlabs& slabs) {
-    auto kernel = wgmma_persistent_kernel<Cfg, Schedule, BLayout::n_major>;
-    if constexpr (Cfg::KMAJOR_B)
-        if (maps.b_layout == BLayout::k_major) kernel = wgmma_persistent_kernel<Cfg, Schedule, BLayout::k_major>;
+    auto kernel = maps.b_layout == BLayout::k_major ? wgmma_persistent_kernel<Cfg, Schedule, BLayout::k_major>
+                                                    : wgmma_persistent_kernel<Cfg, Schedule, BLayout::n_major>;
     allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
     kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(maps.a, maps.a_small, maps.b, p, ts, fallback, slabs);
     FASTGEMM_CUDA_CHECK_LAUNCH();
@@ -110,13 +108,30 @@ void launch_wgmma_persistent(const DeviceOperands& p, cudaStream_t stream, Works
     if (Cfg::X3) gemm_ieee_listed(p, fallback, int(2 * tiles), Cfg::BM, 64, stream);
 }
 
+// The same product transposed, C^T = op(B)^T op(A)^T: M and N swap, and A and B swap
+// roles, each with the opposite transpose flag (op(B)^T is B read as stored when B is
+// transposed, and the other way round). C and its row stride are the caller's: only
+// the split-K reduction writes C for such a launch, and it writes C^T's element (i, j)
+// to C(j, i).
+inline DeviceOperands transposed_product(const DeviceOperands& p) {
+    DeviceOperands t = p;
+    const Problem& o = p.problem;
+    Problem& q = t.problem;
+    q.M = o.N, q.N = o.M;
+    t.A = p.B, q.lda = o.ldb, q.trans_a = !o.trans_b;
+    t.B = p.A, q.ldb = o.lda, q.trans_b = !o.trans_a;
+    return t;
+}
+
 // Split-K (split_k.cuh): every tile's k range in S splits, one work unit each, parked in
 // slabs and summed by reduce_split_k in split order; with S = 1 (enough tiles to fill
 // the GPU) the whole-tile schedule runs instead. reduce_ktiles: what one partial tile
-// costs, in k-tiles of this kernel (plan_split_k).
+// costs, in k-tiles of this kernel (plan_split_k). `transpose_of`: p is
+// transposed_product(*transpose_of), whose C the reduction writes transposed (even with
+// S = 1) and whose regions the IEEE fallback recomputes.
 template <class Cfg>
 void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name,
-                          double reduce_ktiles) {
+                          double reduce_ktiles, const DeviceOperands* transpose_of = nullptr) {
     const Problem& q = p.problem;
     require_sm90(name, "wgmma and TMA");
     if (q.M == 0 || q.N == 0) return;
@@ -125,7 +140,7 @@ void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspac
     FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     const int64_t tiles = ceil_div(q.M, Cfg::BM) * ceil_div(q.N, Cfg::BN), KT = ceil_div(q.K, Cfg::BK);
     const int S = plan_split_k(tiles, sms, KT, 4, max_split_k(q.M, q.N, Cfg::BM, Cfg::BN), reduce_ktiles);
-    if (S <= 1) {
+    if (S <= 1 && !transpose_of) {
         launch_wgmma_persistent<Cfg>(p, stream, ws, name);
         return;
     }
@@ -135,15 +150,38 @@ void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspac
     int* fallback = Cfg::X3 ? static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int))) : nullptr;
     const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, fallback);
     const SplitKSlabs slabs = reserve_split_k_slabs(ws, S, q.M, q.N, Cfg::BM, Cfg::BN);
-    if (slabs.rows != ceil_div(q.M, Cfg::BM) * Cfg::BM || slabs.ld != ceil_div(q.N, Cfg::BN) * Cfg::BN)
-        throw KernelError(std::string(name) + ": split-K slabs do not match the kernel's tiles");
+    // (Rows are rounded up to the reduction's 64-row regions too: a 16-row tile's slab has
+    // more rows than its tiles write, which the reduction never reads.)
+    if (slabs.rows < ceil_div(q.M, Cfg::BM) * Cfg::BM || slabs.ld < ceil_div(q.N, Cfg::BN) * Cfg::BN)
+        throw KernelError(std::string(name) + ": split-K slabs do not cover the kernel's tiles");
     TailSplit units;  // the kernel's tile count; no tail
     units.full_tiles = int(tiles);
     const int64_t unit_count = tiles * S;
     const unsigned blocks = unsigned(unit_count < sms ? unit_count : sms);
     launch_wgmma_kernel<Cfg, WgmmaSchedule::split_k>(maps, blocks, stream, p, units, nullptr, slabs);
-    reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, fallback, stream);
-    if (Cfg::X3) gemm_ieee_listed(p, fallback, int(regions), kSplitKRegion, kSplitKRegion, stream);
+    reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, fallback, stream,
+                   transpose_of ? SlabsToC::transposed : SlabsToC::same);
+    if (Cfg::X3)
+        gemm_ieee_listed(transpose_of ? *transpose_of : p, fallback, int(regions), kSplitKRegion, kSplitKRegion, stream);
+}
+
+// The few-row tiles (BM <= 64) on a problem with few rows or few columns: at most `most`
+// rows run as they are; more rows but at most `most` columns (a tall product, x @ w
+// with w a few columns wide) run as C^T = op(B)^T op(A)^T, whose few rows are the
+// caller's columns and whose W is the caller's A, read in place when A is stored M x K
+// with aligned rows (k_major) or K x M (n_major).
+template <class Cfg>
+void launch_wgmma_few(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name,
+                      double reduce_ktiles, int64_t most) {
+    const Problem& q = p.problem;
+    if (q.M <= most) {
+        launch_wgmma_split_k<Cfg>(p, stream, ws, name, reduce_ktiles);
+    } else if (q.N <= most) {
+        launch_wgmma_split_k<Cfg>(transposed_product(p), stream, ws, name, reduce_ktiles, &p);
+    } else {
+        throw ConstraintError(std::string(name) + ": needs M <= " + std::to_string(most) + " or N <= " +
+                              std::to_string(most) + ", got " + q.describe());
+    }
 }
 
 }  // namespace cuda

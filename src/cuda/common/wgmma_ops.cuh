@@ -1,5 +1,5 @@
 // wgmma.mma_async wrappers (sm_90a). The accumulator list of a 64xN fp32 tile is N/2
-// registers per thread and has to be spelled out operand by operand, so these three are
+// registers per thread and has to be spelled out operand by operand, so each width is
 // written out in full. A comes from registers (the TF32 fragment layout of
 // mma.m16n8k8, one 16-row slab per warp), B from shared memory through a matrix
 // descriptor. scale_d = 0 overwrites d with the product instead of adding to it.
@@ -79,6 +79,33 @@ __device__ __forceinline__ void wgmma_m64n64k8_tf32_rs(float (&d)[32], uint32_t 
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(scale_d));
+}
+
+// d[0:16] += A(64x8, registers) * B(8x32, shared memory descriptor), TF32 in, FP32 out.
+__device__ __forceinline__ void wgmma_m64n32k8_tf32_rs(float (&d)[16], uint32_t a0, uint32_t a1,
+                                                     uint32_t a2, uint32_t a3, uint64_t desc_b,
+                                                     uint32_t scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}"
+        ", {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(scale_d));
+}
+
+// d[0:8] += A(64x8, registers) * B(8x16, shared memory descriptor), TF32 in, FP32 out.
+__device__ __forceinline__ void wgmma_m64n16k8_tf32_rs(float (&d)[8], uint32_t a0, uint32_t a1,
+                                                     uint32_t a2, uint32_t a3, uint64_t desc_b,
+                                                     uint32_t scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7}"
+        ", {%8,%9,%10,%11}, %12, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(scale_d));
 }
 

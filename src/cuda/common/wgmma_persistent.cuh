@@ -12,7 +12,8 @@
 //   is split u % S of tile u / S, parked in slab u % S and summed by reduce_split_k
 //   (split_k.cuh).
 // - Epilogue: each consumer warpgroup writes its 64 (n) x BM (m) part of C through
-//   shared memory, 32 rows of m at a time, into one of two 8 KB buffers swizzled in
+//   shared memory, 32 rows of m at a time (all BM of a smaller tile), into one of two
+//   buffers of up to 8 KB swizzled in
 //   16-byte chunks (chunk ^= (row >> 1) & 3, conflict-free both ways), and stores float4
 //   rows of C; unaligned rows of C and the ragged right edge fall back to scalar stores.
 // - fp32x3 tests each warpgroup's accumulators before its part of C is stored and lists
@@ -24,8 +25,7 @@
 //   128-byte swizzle; each layout has its own labelling of fragment rows by n (below),
 //   chosen so that the 32 lanes' scalar fragment loads hit 32 distinct banks.
 // Any M, N, K (K = 0 included: C = beta * C); A and B rows 16-byte aligned (the
-// launcher packs an operand that is not, or a transposed A, or a transposed B where the
-// kernel is built for n_major only).
+// launcher packs an operand that is not, or a transposed A).
 #pragma once
 
 #include "cuda/common/hopper.cuh"
@@ -47,27 +47,33 @@ struct WgmmaPersistentConfig {
     static constexpr bool X3 = MATH == WgmmaMath::fp32x3;
     // tf32 leaves each k-tile's wgmmas in flight until the next k-tile's are issued;
     // fp32x3 reads its tensor-core partial sums every PROMOTE k-tiles
-    // (docs/cuda-notes.md#fp32x3-promotion).
+    // (docs/cuda-notes.md#fp32x3-promotion). The tensor cores' accumulation rounds
+    // towards zero, a bias that grows with the products gathered between promotions:
+    // the few-row tiles, where the tensor cores have time to spare, give every k8 step
+    // (16 and 32 rows) or every two (64 rows) an accumulator of its own, promote each
+    // k-tile, and add its TEMPS partial sums in a fixed tree before the FP32 result.
     static constexpr bool Overlap = !X3;
-    static constexpr int PROMOTE = 2;
+    static constexpr int TEMPS = !X3 ? 1 : BM <= 32 ? 4 : BM == 64 ? 2 : 1;
+    static constexpr int PROMOTE = TEMPS > 1 ? 1 : 2;
     static_assert(PROMOTE == 1 || PROMOTE == 2, "the k loop runs k-tiles in pairs");
+    static_assert(TEMPS == 1 || TEMPS == 2 || TEMPS == 4, "a k-tile's four k8 steps, in equal shares");
     static constexpr int kThreads = 384;
     static constexpr int A_BYTES = BM * BK * 4;
     static constexpr int B_BOX_BYTES = 32 * BK * 4;  // one 32 (n) x 32 (k) box
     static constexpr int B_BYTES = BK * BN * 4;
     static constexpr int STAGE_BYTES = (X3 ? 2 : 1) * A_BYTES + B_BYTES;
-    static constexpr int EPI_ROWS = 32;                       // m rows per staged chunk
-    static constexpr int EPI_BUF_BYTES = EPI_ROWS * 64 * 4;   // 32 (m) x 64 (n) floats
+    static constexpr int EPI_ROWS = BM < 32 ? BM : 32;         // m rows per staged chunk
+    static constexpr int EPI_BUF_BYTES = EPI_ROWS * 64 * 4;   // EPI_ROWS (m) x 64 (n) floats
     static constexpr int EPI_BYTES = 2 * 2 * EPI_BUF_BYTES;   // 2 consumers x 2 buffers
     static constexpr int STAGES_FIT = (225 * 1024 - EPI_BYTES) / STAGE_BYTES;
-    static constexpr int STAGES = STAGES_FIT > 6 ? 6 : STAGES_FIT;
+    // Tiles of 32 rows or fewer are memory-bound (a stage is mostly W): they keep as many
+    // stages in flight as fit; the larger ones stop at six, beyond which nothing was gained.
+    static constexpr int STAGES_CAP = BM <= 32 ? 10 : 6;
+    static constexpr int STAGES = STAGES_FIT > STAGES_CAP ? STAGES_CAP : STAGES_FIT;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8 + 16;
     static constexpr int ACC = BM / 2;  // accumulator registers per consumer thread
     static constexpr int GROUP = 8;     // tile-rows per rasterisation group
-    // Whether a k_major kernel is built (the launcher reads a transposed B in place):
-    // for the 64-row tiles, whose few rows make the problem as long as W takes to read,
-    // so that a packing pass over W would double it.
-    static constexpr bool KMAJOR_B = BM == 64;
+    static_assert(BM % 16 == 0 && BM >= 16, "m is a wgmma n: 16, 32, 64, 128 or 256 here");
     static_assert(STAGES >= 2, "need at least two stages");
     static_assert(SMEM_BYTES <= 227 * 1024, "over the sm_90 shared-memory limit per block");
 };
@@ -237,8 +243,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                                               : 32 * (warp >> 1) + 8 * (warp & 1) + 16 * (g >> 2) + (g & 3);
     constexpr int N_E2 = BL == BLayout::k_major ? 8 : 4;
 
-    float d[Cfg::ACC];                 // the result (FP32 registers)
-    float dt[Cfg::X3 ? Cfg::ACC : 1];  // one k-tile's products (fp32x3)
+    float d[Cfg::ACC];                                // the result (FP32 registers)
+    float dt[Cfg::X3 ? Cfg::TEMPS : 1][Cfg::X3 ? Cfg::ACC : 1];  // products since the last promotion (fp32x3)
 
     constexpr int KK = BK / 8;
     uint32_t fb[2][KK][4];                // TF32 fragments of B (big part for fp32x3), double-buffered
@@ -270,7 +276,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     //   k-tile's group is pending means the previous k-tile is done, so its fragment
     //   buffer (the other parity) is refilled and its stage released; the tensor cores
     //   hold this warpgroup's next k-tile before its last one drains.
-    // - fp32x3: the products of PROMOTE k-tiles gather in dt (restarted at the first),
+    // - fp32x3: the products of PROMOTE k-tiles gather in dt (restarted at the first;
+    //   with TEMPS accumulators, each restarted at its first k8 step),
     //   then are waited for and added into the FP32 result d. With PROMOTE = 2 the first
     //   k-tile of a pair stays in flight while the second is issued.
     auto tile_step = [&](auto parity, int itb, int j, int nk) {
@@ -285,9 +292,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             const uint64_t desc = desc_kmajor_sw128(a_addr + kk * 32);
             if constexpr (Cfg::X3) {
                 const uint64_t desc_small = desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32);
-                wgmma_rs(dt, fs[P][kk], desc, restart && kk == 0 ? 0u : 1u);  // 0 restarts dt
-                wgmma_rs(dt, fb[P][kk], desc_small, 1u);
-                wgmma_rs(dt, fb[P][kk], desc, 1u);
+                constexpr int STEPS = KK / Cfg::TEMPS;  // k8 steps per accumulator
+                auto& acc = dt[kk / STEPS];
+                wgmma_rs(acc, fs[P][kk], desc, restart && kk % STEPS == 0 ? 0u : 1u);  // 0 restarts it
+                wgmma_rs(acc, fb[P][kk], desc_small, 1u);
+                wgmma_rs(acc, fb[P][kk], desc, 1u);
             } else {
                 wgmma_rs(d, fb[P][kk], desc, 1u);
             }
@@ -327,8 +336,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if constexpr (Cfg::X3) {
 #pragma unroll
             for (int i = 0; i < Cfg::ACC; ++i) {
-                fence_operand(dt[i]);
-                d[i] = fmaf(dt[i], kX3UnscaleB, d[i]);  // B was split scaled by 2^36
+#pragma unroll
+                for (int u = 0; u < Cfg::TEMPS; ++u) fence_operand(dt[u][i]);
+                float sum = dt[0][i];
+                if constexpr (Cfg::TEMPS == 2) sum = dt[0][i] + dt[1][i];
+                if constexpr (Cfg::TEMPS == 4) sum = (dt[0][i] + dt[1][i]) + (dt[2][i] + dt[3][i]);
+                d[i] = fmaf(sum, kX3UnscaleB, d[i]);  // B was split scaled by 2^36
             }
         }
     };

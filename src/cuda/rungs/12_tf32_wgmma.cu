@@ -5,15 +5,17 @@
 // Reuses: each 256 x 32 tile of A in shared memory is read by both consumers' wgmmas;
 // each consumer's B fragment (from registers) is used for all 256 rows of m.
 // C leaves through shared memory as float4 rows. Both tensor maps round the operands to
-// nearest TF32 on the way into shared memory (cuBLAS TF32's error). Per-tile design:
-// wgmma_gemm.cuh; schedule and epilogue: wgmma_persistent.cuh.
+// nearest TF32 on the way into shared memory (cuBLAS TF32's error). A transposed B (W
+// stored N x K, x @ W^T) is read in place, not packed first (BLayout in
+// wgmma_persistent.cuh). Per-tile design: wgmma_gemm.cuh; schedule and epilogue:
+// wgmma_persistent.cuh.
 // Variant _splitk: the same kernel on every tile's k range in splits (split_k.cuh).
 // Variant 64x128: 64-row tiles (m64n64k8 per consumer) for problems of up to 128 rows
 // (a small batch through x @ W^T), where a 256-row tile would compute three quarters
-// zeros or more. Such problems take as long as W takes to read, so this variant reads
-// a transposed B (W stored N x K) in place instead of packing it first (BLayout in
-// wgmma_persistent.cuh).
-// Constraints: any shape (the 64x128 variant: M <= 128); an sm_90 GPU; transposed or unaligned operands are packed first.
+// zeros or more. A problem with more rows but at most 128 columns runs transposed,
+// C^T = op(B)^T op(A)^T (launch_wgmma_few).
+// Constraints: any shape (the 64x128 variant: M <= 128 or N <= 128); an sm_90 GPU;
+// a transposed A and unaligned rows are packed first.
 #include "cuda/common/wgmma_launch.cuh"
 
 namespace fastgemm {
@@ -34,7 +36,7 @@ void launch_tf32_wgmma_256x128_splitk(const DeviceOperands& p, cudaStream_t stre
 using Tf32Wgmma64x128 = WgmmaPersistentConfig<64, WgmmaMath::tf32>;
 
 void launch_tf32_wgmma_64x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
-    launch_wgmma_split_k<Tf32Wgmma64x128>(p, stream, ws, "tf32_wgmma_64x128_splitk", 12.0);
+    launch_wgmma_few<Tf32Wgmma64x128>(p, stream, ws, "tf32_wgmma_64x128_splitk", 12.0, 128);
 }
 
 }  // namespace cuda

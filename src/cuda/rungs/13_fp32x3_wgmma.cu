@@ -13,10 +13,13 @@
 // parts of C go to a plain FP32 kernel (nonfinite.cuh). What was tried and not kept:
 // docs/cuda-notes.md#fp32x3-design.
 // Variant _splitk: every tile's k range in splits, summed and checked by reduce_split_k.
-// Variant 64x128: 64-row tiles for problems of up to 128 rows (a small batch), where a
-// 128-row tile would compute up to half zeros or leave most SMs idle; it reads a
-// transposed B in place, as the tf32 one does.
-// Constraints: any shape (the 64x128 variant: M <= 128); an sm_90 GPU.
+// Variants 64x128, 32x128, 16x128 (few rows): 64-, 32- and 16-row tiles with split-K
+// for problems of up to 128, 32 and 16 rows (a small batch through x @ W^T), where a
+// 128-row tile would compute mostly zeros or leave most SMs idle. The 16- and 32-row
+// tiles are memory-bound: a stage is mostly W, and up to ten stages stay in flight. A
+// problem with more rows but as few columns runs transposed, C^T = op(B)^T op(A)^T
+// (launch_wgmma_few). Every variant reads a transposed B in place, as the tf32 ones do.
+// Constraints: any shape (the few-row variants: M or N at most 128, 32, 16); an sm_90 GPU.
 #include "cuda/common/wgmma_launch.cuh"
 
 namespace fastgemm {
@@ -34,10 +37,23 @@ void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands& p, cudaStream_t st
     launch_wgmma_split_k<Fp32x3Wgmma128x128>(p, stream, ws, "fp32x3_wgmma_128x128_splitk", 4.0);
 }
 
+// The few-row tiles. A partial tile's cost in k-tiles falls with the tile: a 16-row
+// k-tile is nearly all W's 16 KB, about what a 16 x 128 partial tile costs to write and
+// read back.
 using Fp32x3Wgmma64x128 = WgmmaPersistentConfig<64, WgmmaMath::fp32x3>;
+using Fp32x3Wgmma32x128 = WgmmaPersistentConfig<32, WgmmaMath::fp32x3>;
+using Fp32x3Wgmma16x128 = WgmmaPersistentConfig<16, WgmmaMath::fp32x3>;
 
 void launch_fp32x3_wgmma_64x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
-    launch_wgmma_split_k<Fp32x3Wgmma64x128>(p, stream, ws, "fp32x3_wgmma_64x128_splitk", 4.0);
+    launch_wgmma_few<Fp32x3Wgmma64x128>(p, stream, ws, "fp32x3_wgmma_64x128_splitk", 4.0, 128);
+}
+
+void launch_fp32x3_wgmma_32x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_few<Fp32x3Wgmma32x128>(p, stream, ws, "fp32x3_wgmma_32x128_splitk", 2.0, 32);
+}
+
+void launch_fp32x3_wgmma_16x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_few<Fp32x3Wgmma16x128>(p, stream, ws, "fp32x3_wgmma_16x128_splitk", 1.0, 16);
 }
 
 }  // namespace cuda
