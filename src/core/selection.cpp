@@ -288,7 +288,7 @@ constexpr double kTuningBudget = 0.010;  // seconds of candidate runs per class
 constexpr double kLongRun = 0.25;        // a run this long: only the baselines compete
 constexpr int kMinRounds = 3;           // interleaved rounds at least (unless a run is long)
 constexpr int kMaxRounds = 5;
-constexpr double kMargin = 0.03;        // the preferred candidate's advantage in a tie
+constexpr double kMargin = 0.03;        // the preferred candidate's and the baselines' advantage in a tie
 constexpr double kShortCall = 20e-6;   // seconds: shorter calls are timed in batches
 constexpr double kLoopTimed = 200e-6;  // seconds: shorter synthetic runs are timed as a loop
 constexpr double kLoopSeconds = 1e-3;  // of about this long
@@ -339,13 +339,17 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
             }
         }
     }
-    // The fastest; the preferred candidate (first) keeps the class unless another beats
-    // it by more than kMargin, a difference that one noisy round cannot fake.
+    // The fastest; the preferred candidate (first) and the vendor baselines keep the
+    // class unless another beats them by more than kMargin, a difference that one noisy
+    // round cannot fake: auto is then never slower than the vendor call it replaces by a
+    // timing accident (a GEMV that cuBLAS runs at 82% of the copy bandwidth and a
+    // tensor-core tile at 77% time within a few percent of each other).
     const Kernel* win = nullptr;
     double win_time = 0.0;
     for (size_t i = 0; i < cands.size(); ++i) {
         if (!ok[i] || !(best[i] < std::numeric_limits<double>::infinity())) continue;
-        const double t = i == 0 ? best[i] / (1.0 + kMargin) : best[i];
+        const bool incumbent = i == 0 || cands[i]->info().baseline;
+        const double t = incumbent ? best[i] / (1.0 + kMargin) : best[i];
         if (!win || t < win_time) win = cands[i], win_time = t;
     }
     if (!win) throw KernelError("every kernel=\"auto\" candidate failed: " + errors);
