@@ -163,8 +163,9 @@ def gpu_status():
     return status
 
 
-def build_driver(checkout: Path, build_dir: Path, arch: str, jobs: int) -> Path:
-    """GEMMul8's static library (its own Makefile, in the checkout) and the driver linked to it."""
+def build_driver(checkout: Path, build_dir: Path, arch: str, jobs: int, library: Path | None = None) -> Path:
+    """GEMMul8's static library (its own Makefile, in the checkout, unless `library` names one
+    built before) and the driver linked to it."""
     root = checkout / "GEMMul8" if (checkout / "GEMMul8" / "include" / "gemmul8.hpp").is_file() else checkout
     header = root / "include" / "gemmul8.hpp"
     if not header.is_file():
@@ -175,12 +176,17 @@ def build_driver(checkout: Path, build_dir: Path, arch: str, jobs: int) -> Path:
     build_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / "build.log"
     cuda_path = str(Path(nvcc).resolve().parent.parent)
-    with open(log, "w") as out:
-        make = subprocess.run(["make", "-C", str(root), f"-j{jobs}", "BACKEND=cuda", f"GPU_ARCH={arch}",
-                               f"CUDA_PATH={cuda_path}", "lib/libgemmul8.a"], stdout=out, stderr=subprocess.STDOUT)
-    library = root / "lib" / "libgemmul8.a"
-    if make.returncode != 0 or not library.is_file():
-        raise Unavailable(f"building GEMMul8 in {root} failed; see {log}")
+    if library is not None:
+        if not library.is_file():
+            raise Unavailable(f"--library {library}: no such file")
+        log.write_text(f"using the GEMMul8 library built before: {library}\n")
+    else:
+        with open(log, "w") as out:
+            make = subprocess.run(["make", "-C", str(root), f"-j{jobs}", "BACKEND=cuda", f"GPU_ARCH={arch}",
+                                   f"CUDA_PATH={cuda_path}", "lib/libgemmul8.a"], stdout=out, stderr=subprocess.STDOUT)
+        library = root / "lib" / "libgemmul8.a"
+        if make.returncode != 0 or not library.is_file():
+            raise Unavailable(f"building GEMMul8 in {root} failed; see {log}")
     source = build_dir / "gemmul8_driver.cu"
     source.write_text(DRIVER)
     shared = build_dir / "libgemmul8_driver.so"
@@ -253,13 +259,17 @@ def main(argv=None) -> int:
     ap.add_argument("--check-rows", type=int, default=128, help="rows of C compared with float64")
     ap.add_argument("--arch", default="90", help="GPU architecture for GEMMul8 and the driver (H100/H200: 90)")
     ap.add_argument("--build-dir", type=Path, default=None, help="where the driver is built (default: a temp dir)")
+    ap.add_argument("--library", type=Path, default=None,
+                    help="a libgemmul8.a built before from the same checkout (its one source file takes nvcc "
+                         "more than five minutes), instead of running GEMMul8's Makefile")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--json", default="", help="write the rows here (shape-suite format)")
     args = ap.parse_args(argv)
     try:
         status = gpu_status()
         build_dir = args.build_dir or Path(tempfile.mkdtemp(prefix="gemmul8_compare_"))
-        driver = load_driver(build_driver(args.gemmul8.resolve(), build_dir, args.arch, args.jobs))
+        library = args.library.resolve() if args.library else None
+        driver = load_driver(build_driver(args.gemmul8.resolve(), build_dir, args.arch, args.jobs, library))
     except Unavailable as e:
         print(f"{NAME}: {e}", file=sys.stderr)
         return 2

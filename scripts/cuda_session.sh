@@ -14,7 +14,8 @@
 #   ladder   benchmarks/cuda_ladder.py at 4096^3 (every rung, interleaved rounds)
 #   ozaki    the FP32-accurate families (fp32x3, the Ozaki rung, cuBLAS) at 4096-16384^3
 #            (sizes from $OZAKI_SIZES)
-#   gemmul8  benchmarks/gemmul8_compare.py against a GEMMul8 checkout in $GEMMUL8
+#   gemmul8  benchmarks/gemmul8_compare.py against a GEMMul8 checkout in $GEMMUL8 (and its
+#            library built before, $GEMMUL8_LIB, if set: building it takes over 5 minutes)
 #
 # Default: build=300 tests=240 quick=240. The wheel of a missing build dependency can
 # be installed first with FASTGEMM_WHEELS=dir (pip --target, added to PYTHONPATH).
@@ -65,6 +66,7 @@ run_stage() {
                      --rounds 2 --json "$out/ozaki.json" ;;
         gemmul8) stage gemmul8 "$limit" "$py" benchmarks/gemmul8_compare.py \
                      --gemmul8 "${GEMMUL8:?set GEMMUL8 to a GEMMul8 checkout}" \
+                     ${GEMMUL8_LIB:+--library "$GEMMUL8_LIB"} \
                      --sizes 4096,8192,16384 --json "$out/gemmul8.json" ;;
         *)       echo "unknown stage: $name" >&2; return 2 ;;
     esac
