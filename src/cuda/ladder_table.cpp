@@ -165,30 +165,27 @@ std::vector<LadderEntry> build() {
                                         "cannot fill the GPU, summed in split order (non-finite sums to the IEEE "
                                         "fallback); any shape",
                                         {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
-    add(auto_candidate(with_constraints(
-        hopper_only(rung("fp32x3_wgmma_64x128_splitk", 13, fp32x3, launch_fp32x3_wgmma_64x128_splitk,
-                         "13_fp32x3_wgmma.cu",
-                         "64-row tiles (three wgmma m64n64k8 per k8) for problems of at most 128 rows (or "
-                         "columns: computed as C^T), B^T read in place, k split where the tiles cannot fill the "
-                         "GPU, summed in split order (non-finite sums to the IEEE fallback)",
-                         {{"BM", 64}, {"BN", 128}, {"BK", 32}, {"stages", 6}})),
-        {Constraint::few_rows_or_columns(128)})));
-    add(auto_candidate(with_constraints(
-        hopper_only(rung("fp32x3_wgmma_32x128_splitk", 13, fp32x3, launch_fp32x3_wgmma_32x128_splitk,
-                         "13_fp32x3_wgmma.cu",
-                         "32-row tiles (three wgmma m64n32k8 per k8), memory-bound: eight stages of W in flight; "
-                         "at most 32 rows (or columns: computed as C^T), B^T read in place, k split, summed in "
-                         "split order (non-finite sums to the IEEE fallback)",
-                         {{"BM", 32}, {"BN", 128}, {"BK", 32}, {"stages", 8}})),
-        {Constraint::few_rows_or_columns(32)})));
-    add(auto_candidate(with_constraints(
-        hopper_only(rung("fp32x3_wgmma_16x128_splitk", 13, fp32x3, launch_fp32x3_wgmma_16x128_splitk,
-                         "13_fp32x3_wgmma.cu",
-                         "16-row tiles (three wgmma m64n16k8 per k8), memory-bound: ten stages of W in flight; "
-                         "at most 16 rows (or columns: computed as C^T), B^T read in place, k split, summed in "
-                         "split order (non-finite sums to the IEEE fallback)",
-                         {{"BM", 16}, {"BN", 128}, {"BK", 32}, {"stages", 10}})),
-        {Constraint::few_rows_or_columns(16)})));
+    // The few-row fp32x3 tiles: each takes up to `most` rows, or as many columns (computed
+    // as C^T); the 16- and 32-row ones are memory-bound and keep more stages of W in flight.
+    struct FewRows {
+        const char* name;
+        Launcher launch;
+        int rows, most, stages;
+    };
+    for (const FewRows& v : {FewRows{"fp32x3_wgmma_64x128_splitk", launch_fp32x3_wgmma_64x128_splitk, 64, 128, 6},
+                             FewRows{"fp32x3_wgmma_32x128_splitk", launch_fp32x3_wgmma_32x128_splitk, 32, 32, 8},
+                             FewRows{"fp32x3_wgmma_16x128_splitk", launch_fp32x3_wgmma_16x128_splitk, 16, 16, 10}}) {
+        const std::string rows = std::to_string(v.rows), most = std::to_string(v.most);
+        add(auto_candidate(with_constraints(
+            hopper_only(rung(v.name, 13, fp32x3, v.launch, "13_fp32x3_wgmma.cu",
+                             rows + "-row tiles (three wgmma m64n" + rows + "k8 per k8 step), " +
+                                 std::to_string(v.stages) + " stages; at most " + most +
+                                 " rows (or columns: computed as C^T), B^T read in place, k split where the "
+                                 "tiles cannot fill the GPU, summed in split order (non-finite sums to the IEEE "
+                                 "fallback)",
+                             {{"BM", v.rows}, {"BN", 128}, {"BK", 32}, {"stages", v.stages}})),
+            {Constraint::few_rows_or_columns(v.most)})));
+    }
 
     // Rung 14: memory-bound skinny problems, either small dimension, every transpose.
     add(auto_candidate(with_constraints(

@@ -47,7 +47,7 @@ template <bool Checked, bool Transposed>
 __global__ void __launch_bounds__(kThreads)
     reduce_split_k_kernel(const float* partial, int splits, int64_t slab, int64_t ld, int64_t M, int64_t N, float* C,
                           int64_t ldc, float alpha, float beta, bool c_vec, int* fallback) {
-    // (+1: the transposed reads walk a column of the region without bank conflicts.)
+    // (+1 spreads a column of the region, which the transposed reads walk, over the banks.)
     __shared__ float region[Transposed ? kRegion : 1][Transposed ? kRegion + 1 : 1];
     const int tid = int(threadIdx.x);
     const int64_t n = int64_t(blockIdx.x) * kRegion + 4 * (tid % (kRegion / 4));
@@ -97,8 +97,10 @@ __global__ void __launch_bounds__(kThreads)
             if (!__syncthreads_and(finite)) {
                 if (tid == 0) {
                     const int k = atomicAdd(fallback, 1);
-                    const int slab_row = int(m0), slab_col = int(blockIdx.x) * kRegion;  // C's corner:
-                    fallback[1 + 2 * k] = Transposed ? slab_col : slab_row;  // transposed, (col, row)
+                    // The region's corner in C: (slab row, slab column), swapped when C is
+                    // the slabs' transpose.
+                    const int slab_row = int(m0), slab_col = int(blockIdx.x) * kRegion;
+                    fallback[1 + 2 * k] = Transposed ? slab_col : slab_row;
                     fallback[2 + 2 * k] = Transposed ? slab_row : slab_col;
                 }
                 continue;  // uniform: every thread saw the same answer

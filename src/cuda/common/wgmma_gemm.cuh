@@ -6,8 +6,8 @@
 //   operand and A^T (k x m) from shared memory, because TF32 wgmma reads shared operands
 //   only K-major: A (M x K row-major) is K-major as stored, B (K x N) is not.
 // - Shared tiles: A as BM x 32 boxes (128-byte rows, 128-byte swizzle); B as four 32 x 32
-//   boxes per k-tile, from which each consumer thread loads its TF32 fragment with
-//   scalar shared loads.
+//   boxes per k-tile (or, for a transposed B, one 128 x 32 box: wgmma_persistent.cuh),
+//   from which each consumer thread loads its TF32 fragment with scalar shared loads.
 // - Fragment rows: row g + 8h of warp w holds n = 32(w>>1) + 8(w&1) + 16(g>>2) + 4h +
 //   (g&3) (D's rows are relabelled in the epilogue), so the 32 lanes' scalar loads hit 32
 //   distinct banks under the swizzle.

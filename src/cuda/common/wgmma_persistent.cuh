@@ -13,9 +13,9 @@
 //   (split_k.cuh).
 // - Epilogue: each consumer warpgroup writes its 64 (n) x BM (m) part of C through
 //   shared memory, 32 rows of m at a time (all BM of a smaller tile), into one of two
-//   buffers of up to 8 KB swizzled in
-//   16-byte chunks (chunk ^= (row >> 1) & 3, conflict-free both ways), and stores float4
-//   rows of C; unaligned rows of C and the ragged right edge fall back to scalar stores.
+//   buffers of up to 8 KB swizzled in 16-byte chunks (chunk ^= (row >> 1) & 3,
+//   conflict-free both ways), and stores float4 rows of C; unaligned rows of C and the
+//   ragged right edge fall back to scalar stores.
 // - fp32x3 tests each warpgroup's accumulators before its part of C is stored and lists
 //   the parts that are not finite for a plain FP32 kernel (nonfinite.cuh).
 // - B in shared memory, either layout (BLayout): n_major, four 32 (k) x 32 (n) boxes
@@ -67,7 +67,7 @@ struct WgmmaPersistentConfig {
     static constexpr int EPI_BYTES = 2 * 2 * EPI_BUF_BYTES;   // 2 consumers x 2 buffers
     static constexpr int STAGES_FIT = (225 * 1024 - EPI_BYTES) / STAGE_BYTES;
     // Tiles of 32 rows or fewer are memory-bound (a stage is mostly W): they keep as many
-    // stages in flight as fit; the larger ones stop at six, beyond which nothing was gained.
+    // stages in flight as fit, up to ten; the larger ones keep the six they were tuned with.
     static constexpr int STAGES_CAP = BM <= 32 ? 10 : 6;
     static constexpr int STAGES = STAGES_FIT > STAGES_CAP ? STAGES_CAP : STAGES_FIT;
     static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + EPI_BYTES + 1024 + 2 * STAGES * 8 + 16;
