@@ -1,11 +1,14 @@
 // The selection policy (core/selection.hpp) through the public C++ API: kernel="auto"
 // never returns a candidate whose result is wrong or that throws, even when it is the
 // fastest; the tuning table refuses every entry the policy would not choose itself; the
-// accuracy request never admits a weaker precision class.
+// accuracy request never admits a weaker precision class; a vendor baseline keeps a
+// class against a candidate within the tie margin.
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "core/host_kernel.hpp"
 #include "core/registry.hpp"
 #include "core/selection.hpp"
@@ -14,6 +17,92 @@
 using namespace fastgemm;
 
 namespace {
+
+// A backend of three candidates whose times the test sets: a vendor baseline, a
+// challenger, and a slow one that the backend prefers (the highest rung), so that the
+// baseline's margin, not the preferred candidate's, decides a tie between the other two.
+struct TieTimes {
+    double baseline_s = 0.0, challenger_s = 0.0, preferred_s = 0.0;
+};
+TieTimes& tie_times() {
+    static TieTimes t;
+    return t;
+}
+
+// A correct product (plain row-major, beta = 0 or not), then a busy wait until `seconds`
+// have passed since the call began: a time no scheduler can shorten, only lengthen.
+void product_taking(double seconds, const Problem& p, const float* A, const float* B, float* C) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (int64_t i = 0; i < p.M; ++i)
+        for (int64_t j = 0; j < p.N; ++j) {
+            double sum = 0.0;
+            for (int64_t k = 0; k < p.K; ++k) sum += double(A[i * p.lda + k]) * double(B[k * p.ldb + j]);
+            float& c = C[i * p.ldc + j];
+            c = float(p.alpha * sum + (p.beta == 0.0f ? 0.0 : double(p.beta) * c));
+        }
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+void tie_baseline(const Problem& p, const float* A, const float* B, float* C) {
+    product_taking(tie_times().baseline_s, p, A, B, C);
+}
+void tie_challenger(const Problem& p, const float* A, const float* B, float* C) {
+    product_taking(tie_times().challenger_s, p, A, B, C);
+}
+void tie_preferred(const Problem& p, const float* A, const float* B, float* C) {
+    product_taking(tie_times().preferred_s, p, A, B, C);
+}
+
+class TieBackend : public Backend {
+public:
+    std::string name() const override { return "tie"; }
+    BackendStatus status() const override {
+        BackendStatus s;
+        s.name = "tie", s.available = true, s.device = "the test's own timings";
+        return s;
+    }
+    int auto_priority() const override { return 0; }  // never joins backend="auto"
+};
+
+void add_tie_kernel(const char* name, int step, bool baseline, HostGemm fn) {
+    KernelInfo info;
+    info.name = name;
+    info.backend = "tie";
+    info.ladder_step = step;
+    info.baseline = baseline;
+    info.auto_candidate = true;
+    info.source = "tests/cpp/test_selection.cpp";
+    info.description = "test candidate with a set time";
+    Registry::global().add_kernel(std::make_unique<HostKernel>(std::move(info), fn));
+}
+
+// The vendor baseline keeps a class against a candidate less than 3% faster (a
+// difference one noisy round can fake) and loses it to one clearly faster.
+void baselines_keep_a_tie() {
+    Registry::global().add_backend(std::make_unique<TieBackend>());
+    add_tie_kernel("tie_baseline", 0, true, tie_baseline);
+    add_tie_kernel("tie_challenger", 1, false, tie_challenger);
+    add_tie_kernel("tie_preferred", 2, false, tie_preferred);
+    Context ctx("tie");
+    test::Case c{8, 8, 8};
+    test::Operands o(c, 5);
+    // Times of a fraction of a millisecond: the tournament's budget then allows all five
+    // rounds, each run is rarely preempted, and the fastest round is what counts.
+    auto winner = [&](double challenger_s) {
+        clear_tuning_table();
+        tie_times() = {4e-4, challenger_s, 8e-4};
+        std::vector<float> C = test::initial_c(c, o);
+        const KernelInfo& k = ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(),
+                                        c.ldb(), 0.0f, C.data(), c.ldc());
+        CHECK(test::rel_err(c, o, C) < 1e-5, "the winner's result");
+        return k.name;
+    };
+    // 0.5% faster: inside the margin, with 2.5% of slack for a scheduler's delays.
+    CHECK(winner(4e-4 * 0.995) == "tie_baseline", "a challenger 0.5% faster took the baseline's class");
+    // 10% faster: outside it, with 7% of slack.
+    CHECK(winner(4e-4 * 0.90) == "tie_challenger", "a challenger 10% faster did not win");
+    clear_tuning_table();
+}
 
 // Two auto candidates that are faster than anything real: one returns without writing
 // C, one throws.
@@ -124,5 +213,6 @@ int main() {
     accuracy_never_admits_a_weaker_class();
     loaded_entries_are_validated();
     wrong_or_throwing_candidates_never_win();
+    baselines_keep_a_tie();
     return test::finish("test_selection");
 }
