@@ -18,6 +18,20 @@ using namespace fastgemm;
 
 namespace {
 
+// An auto candidate of this test in `backend` (which must exist).
+void add_test_kernel(const char* name, const char* backend, int step, bool baseline, HostGemm fn,
+                     const char* description) {
+    KernelInfo info;
+    info.name = name;
+    info.backend = backend;
+    info.ladder_step = step;
+    info.baseline = baseline;
+    info.auto_candidate = true;
+    info.source = "tests/cpp/test_selection.cpp";
+    info.description = description;
+    Registry::global().add_kernel(std::make_unique<HostKernel>(std::move(info), fn));
+}
+
 // A backend of three candidates whose times the test sets: a vendor baseline, a
 // challenger, and a slow one that the backend prefers (the highest rung), so that the
 // baseline's margin, not the preferred candidate's, decides a tie between the other two.
@@ -64,25 +78,15 @@ public:
     int auto_priority() const override { return 0; }  // never joins backend="auto"
 };
 
-void add_tie_kernel(const char* name, int step, bool baseline, HostGemm fn) {
-    KernelInfo info;
-    info.name = name;
-    info.backend = "tie";
-    info.ladder_step = step;
-    info.baseline = baseline;
-    info.auto_candidate = true;
-    info.source = "tests/cpp/test_selection.cpp";
-    info.description = "test candidate with a set time";
-    Registry::global().add_kernel(std::make_unique<HostKernel>(std::move(info), fn));
-}
 
 // The vendor baseline keeps a class against a candidate less than 3% faster (a
 // difference one noisy round can fake) and loses it to one clearly faster.
 void baselines_keep_a_tie() {
     Registry::global().add_backend(std::make_unique<TieBackend>());
-    add_tie_kernel("tie_baseline", 0, true, tie_baseline);
-    add_tie_kernel("tie_challenger", 1, false, tie_challenger);
-    add_tie_kernel("tie_preferred", 2, false, tie_preferred);
+    const char* what = "test candidate with a set time";
+    add_test_kernel("tie_baseline", "tie", 0, true, tie_baseline, what);
+    add_test_kernel("tie_challenger", "tie", 1, false, tie_challenger, what);
+    add_test_kernel("tie_preferred", "tie", 2, false, tie_preferred, what);
     Context ctx("tie");
     test::Case c{8, 8, 8};
     test::Operands o(c, 5);
@@ -110,14 +114,8 @@ void does_nothing(const Problem&, const float*, const float*, float*) {}
 void throws(const Problem&, const float*, const float*, float*) { throw KernelError("device lost"); }
 
 void add_impostor(const char* name, HostGemm fn) {
-    KernelInfo info;
-    info.name = name;
-    info.backend = "cpu";
-    info.ladder_step = 99;  // the highest rung: first in line when timing is off
-    info.auto_candidate = true;
-    info.source = "tests/cpp/test_selection.cpp";
-    info.description = "test impostor";
-    Registry::global().add_kernel(std::make_unique<HostKernel>(std::move(info), fn));
+    // The highest rung: first in line when timing is off.
+    add_test_kernel(name, "cpu", 99, false, fn, "test impostor");
 }
 
 void wrong_or_throwing_candidates_never_win() {
