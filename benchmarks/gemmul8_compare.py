@@ -7,16 +7,22 @@ repository; this script neither downloads nor copies it. It builds GEMMul8's sta
 there with GEMMul8's own Makefile (`make BACKEND=cuda GPU_ARCH=90 lib/libgemmul8.a`), then
 compiles a small C-ABI driver written here (DRIVER below: device buffers, cuBLAS SGEMM,
 gemmul8::gemm<float> and CUDA events) against GEMMul8's public header into --build-dir, and
-loads it with ctypes. fastgemm's rung runs on the driver's device buffers through
+loads it with ctypes. fastgemm's rung (and fp32x3_wgmma_128x128, fastgemm's other
+FP32-accurate family, for scale) runs on the driver's device buffers through
 fastgemm's device-pointer entry point on the same stream, so every library sees the same A
 and B and is timed by the same events, interleaved in rounds.
 
 Per size (M = N = K) and input class (uniform(-1, 1); random signs with magnitudes
-log-uniform over [2^-20, 2^20], so every row and column spans 2^40): cuBLAS SGEMM, the rung,
+log-uniform over [2^-20, 2^20], so every row and column spans 2^40): cuBLAS SGEMM, the rung, fp32x3,
 and GEMMul8 at each --moduli count in fast and accurate mode; median device time over
 --rounds rounds, the ratio against cuBLAS SGEMM, and the relative error
 ||C - ref||_F / ||ref||_F on --check-rows rows against float64. --json writes the rows in the
 shape-suite format of benchmarks/results_table.py (baseline cublas).
+
+GEMMul8's library is one source file that nvcc compiles for more than five minutes;
+`--build-only` builds it and stops, on any machine with nvcc (`--cublas-include` names
+cuBLAS's headers where the toolkit lacks them: the nvidia-cublas wheel has them), and a
+later run takes it with `--library`.
 
 Exit status 2 with one line when there is no usable GPU, no cuda backend, or the checkout
 cannot be built.
@@ -36,6 +42,8 @@ import time
 from pathlib import Path
 
 RUNG = "ozaki_int8_128x256"
+# fastgemm's other FP32-accurate family on the same inputs, for scale.
+FP32X3 = "fp32x3_wgmma_128x128"
 NAME = "gemmul8_compare"
 
 # The driver: C ABI over device buffers, cuBLAS SGEMM and GEMMul8. Row-major C = A B is
@@ -158,35 +166,59 @@ def gpu_status():
     status = next(b for b in fastgemm.backends() if b.name == "cuda")
     if not status.available:
         raise Unavailable(f"no usable CUDA GPU: {status.reason}")
-    if RUNG not in {k.name for k in fastgemm.kernels("cuda")}:
-        raise Unavailable(f"this fastgemm has no cuda kernel {RUNG}")
+    missing = {RUNG, FP32X3} - {k.name for k in fastgemm.kernels("cuda")}
+    if missing:
+        raise Unavailable(f"this fastgemm has no cuda kernel {', '.join(sorted(missing))}")
     return status
 
 
-def build_driver(checkout: Path, build_dir: Path, arch: str, jobs: int, library: Path | None = None) -> Path:
-    """GEMMul8's static library (its own Makefile, in the checkout, unless `library` names one
-    built before) and the driver linked to it."""
+def gemmul8_root(checkout: Path) -> Path:
+    """The folder of GEMMul8's Makefile in a checkout (the repository or that folder)."""
     root = checkout / "GEMMul8" if (checkout / "GEMMul8" / "include" / "gemmul8.hpp").is_file() else checkout
-    header = root / "include" / "gemmul8.hpp"
-    if not header.is_file():
+    if not (root / "include" / "gemmul8.hpp").is_file():
         raise Unavailable(f"{checkout} is not a GEMMul8 checkout (no GEMMul8/include/gemmul8.hpp)")
+    return root
+
+
+def find_nvcc() -> str:
     nvcc = shutil.which("nvcc")
     if not nvcc:
         raise Unavailable("nvcc is not on PATH (needed to build GEMMul8 and the driver)")
+    return nvcc
+
+
+def build_library(root: Path, arch: str, jobs: int, log: Path, cublas_include: Path | None = None) -> Path:
+    """GEMMul8's static library, built by its own Makefile in the checkout. Needs nvcc and
+    cuBLAS's headers, not a GPU: with `cublas_include` (a folder holding cublas_v2.h, e.g.
+    from the nvidia-cublas wheel) it builds on a machine whose CUDA toolkit has no cuBLAS,
+    with GEMMul8's own compiler flags plus that folder."""
+    if cublas_include is not None and not (cublas_include / "cublas_v2.h").is_file():
+        raise Unavailable(f"--cublas-include {cublas_include}: no cublas_v2.h there")
+    cuda_path = str(Path(find_nvcc()).resolve().parent.parent)
+    cmd = ["make", "-C", str(root), f"-j{jobs}", "BACKEND=cuda", f"GPU_ARCH={arch}", f"CUDA_PATH={cuda_path}"]
+    if cublas_include is not None:
+        cmd.append(f"FLAGS=-std=c++20 -O3 -diag-suppress 177 -I{cublas_include}")
+    with open(log, "w") as out:
+        make = subprocess.run(cmd + ["lib/libgemmul8.a"], stdout=out, stderr=subprocess.STDOUT)
+    library = root / "lib" / "libgemmul8.a"
+    if make.returncode != 0 or not library.is_file():
+        raise Unavailable(f"building GEMMul8 in {root} failed; see {log}")
+    return library
+
+
+def build_driver(checkout: Path, build_dir: Path, arch: str, jobs: int, library: Path | None = None) -> Path:
+    """GEMMul8's static library (unless `library` names one built before) and the driver
+    linked to it."""
+    root = gemmul8_root(checkout)
+    nvcc = find_nvcc()
     build_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / "build.log"
-    cuda_path = str(Path(nvcc).resolve().parent.parent)
     if library is not None:
         if not library.is_file():
             raise Unavailable(f"--library {library}: no such file")
         log.write_text(f"using the GEMMul8 library built before: {library}\n")
     else:
-        with open(log, "w") as out:
-            make = subprocess.run(["make", "-C", str(root), f"-j{jobs}", "BACKEND=cuda", f"GPU_ARCH={arch}",
-                                   f"CUDA_PATH={cuda_path}", "lib/libgemmul8.a"], stdout=out, stderr=subprocess.STDOUT)
-        library = root / "lib" / "libgemmul8.a"
-        if make.returncode != 0 or not library.is_file():
-            raise Unavailable(f"building GEMMul8 in {root} failed; see {log}")
+        library = build_library(root, arch, jobs, log)
     source = build_dir / "gemmul8_driver.cu"
     source.write_text(DRIVER)
     shared = build_dir / "libgemmul8_driver.so"
@@ -262,9 +294,22 @@ def main(argv=None) -> int:
     ap.add_argument("--library", type=Path, default=None,
                     help="a libgemmul8.a built before from the same checkout (its one source file takes nvcc "
                          "more than five minutes), instead of running GEMMul8's Makefile")
+    ap.add_argument("--build-only", action="store_true",
+                    help="only build GEMMul8's library in the checkout and print its path (no GPU needed)")
+    ap.add_argument("--cublas-include", type=Path, default=None,
+                    help="with --build-only: a folder with cuBLAS's headers, for a CUDA toolkit without cuBLAS")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--json", default="", help="write the rows here (shape-suite format)")
     args = ap.parse_args(argv)
+    if args.build_only:
+        try:
+            root = gemmul8_root(args.gemmul8.resolve())
+            include = args.cublas_include.resolve() if args.cublas_include else None
+            print(build_library(root, args.arch, args.jobs, root / "gemmul8_compare_build.log", include))
+        except Unavailable as e:
+            print(f"{NAME}: {e}", file=sys.stderr)
+            return 2
+        return 0
     try:
         status = gpu_status()
         build_dir = args.build_dir or Path(tempfile.mkdtemp(prefix="gemmul8_compare_"))
@@ -292,11 +337,13 @@ def main(argv=None) -> int:
             ptrs = (ctypes.c_ulonglong * 3)()
             driver.gm8_pointers(bench, ptrs)
 
-            def run_rung():
-                _fastgemm.cuda_sgemm(RUNG, n, n, n, ptrs[0], n, ptrs[1], n, ptrs[2], n, False, False, 1.0, 0.0,
+            def run_fastgemm(kernel):
+                _fastgemm.cuda_sgemm(kernel, n, n, n, ptrs[0], n, ptrs[1], n, ptrs[2], n, False, False, 1.0, 0.0,
                                      stream=0, device=-1, precision="fp32")
 
-            libraries = {"cublas": lambda: driver.gm8_run(bench, 0, 0, 0), f"fastgemm {RUNG}": run_rung}
+            libraries = {"cublas": lambda: driver.gm8_run(bench, 0, 0, 0),
+                         f"fastgemm {RUNG}": lambda: run_fastgemm(RUNG),
+                         f"fastgemm {FP32X3}": lambda: run_fastgemm(FP32X3)}
             for mod in args.moduli:
                 for fast in (1, 0):
                     libraries[f"GEMMul8 {mod} moduli {'fast' if fast else 'accurate'}"] = (

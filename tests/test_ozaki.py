@@ -450,6 +450,26 @@ def test_gemmul8_compare_without_a_gpu_exits_2_with_one_line(tmp_path):
     assert "GPU" in lines[0] or "cuda backend" in lines[0]
 
 
+def test_gemmul8_compare_build_only_names_what_is_missing(tmp_path):
+    """--build-only needs no GPU: a folder that is not a GEMMul8 checkout, or a cuBLAS
+    include folder without cublas_v2.h, ends it with one line naming the argument."""
+    import subprocess
+    import sys
+
+    script = str(BENCH_DIR / "gemmul8_compare.py")
+    checkout = tmp_path / "GEMMul8"
+    for args, argument in ((["--gemmul8", str(tmp_path / "empty")], "not a GEMMul8 checkout"),
+                           (["--gemmul8", str(tmp_path), "--cublas-include", str(tmp_path)], "--cublas-include")):
+        if argument == "--cublas-include":
+            (checkout / "include").mkdir(parents=True)
+            (checkout / "include" / "gemmul8.hpp").write_text("// a header, for the checkout test\n")
+        out = subprocess.run([sys.executable, script, "--build-only"] + args, capture_output=True, text=True,
+                             timeout=120)
+        lines = [line for line in out.stderr.splitlines() if line.strip()]
+        assert out.returncode == 2 and out.stdout == "", out.stderr
+        assert len(lines) == 1 and lines[0].startswith("gemmul8_compare: ") and argument in lines[0], out.stderr
+
+
 def test_gemmul8_compare_rows_are_a_shape_suite():
     """The --json document renders with benchmarks/results_table.py as a shape suite, the
     ratios against cuBLAS SGEMM taken from the times."""
