@@ -757,10 +757,10 @@ def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M, N, tb):
     assert_matches(C[finite], ref[finite], "fp32x3", K, "fp32x3 split-K around non-finite inputs")
 
 
-# (M, N, K): one small side (1 to 64, with the 4 / 16 tile boundaries), the other large
+# (M, N, K): one small side (1 to 64, with the 4 / 8 / 16 tile boundaries), the other large
 # or ragged, K from 1 to many splits.
-SKINNY_M = [(1, 1, 1), (1, 4099, 4096), (3, 1000, 517), (4, 4096, 1), (5, 257, 4099), (16, 4096, 4096),
-            (17, 33, 65), (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
+SKINNY_M = [(1, 1, 1), (1, 4099, 4096), (3, 1000, 517), (4, 4096, 1), (5, 257, 4099), (8, 1000, 3000),
+            (16, 4096, 4096), (17, 33, 65), (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
 
 
 # The few-row wgmma tiles and the most rows (or columns) each takes. Their shapes: one or
@@ -835,6 +835,49 @@ def test_skinny_on_unaligned_device_rows(tb):
     assert name == "skinny_m64"
     ref = x.double() @ (W.double().t() if tb else W.double())
     assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32", K, f"unaligned W, trans_b={tb}")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"])
+def test_skinny_gemv_layouts(name):
+    """One vector against a matrix whose rows run along k goes to the GEMV kernel: rows
+    that do or do not start on 16 bytes, a K that is not a multiple of 4 on aligned rows
+    (the vector loads' tail), a vector with a stride or off a 16-byte boundary (copied
+    to a buffer first), and few rows with a long K (split over blocks and summed in
+    order: the same bits on every call)."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(5)
+
+    def rand_t(rows, cols):
+        return torch.rand((rows, cols), device="cuda", generator=g) * 2 - 1
+
+    # (rows of the matrix L, K, its row pitch, the vector's stride and its offset in
+    # floats from a 16-byte boundary, alpha, beta)
+    cases = [(1031, 777, 778, 1, 0, 1.0, 0.0), (4099, 1001, 1004, 1, 1, 0.5, 1.5), (300, 4096, 4096, 3, 0, 1.0, 0.0),
+             (40, 50000, 50000, 1, 0, -2.0, 0.25), (9, 3, 4, 2, 1, 1.0, 0.0)]
+    for L, K, pitch, stride, offset, alpha, beta in cases:
+        W = rand_t(L, pitch)[:, :K]  # rows along k
+        v = rand_t(K * stride + offset, 1).reshape(-1)[offset:offset + K * stride:stride]  # the vector
+        if name == "skinny_m64":  # C (1 x L) = v^T W^T: A is v stored K x 1 (trans_a), B = W^T
+            M, N = 1, L
+            args = (v.data_ptr(), stride, W.data_ptr(), pitch, True, True)
+        else:  # C (L x 1) = W v: A = W, B is v stored K x 1
+            M, N = L, 1
+            args = (W.data_ptr(), pitch, v.data_ptr(), stride, False, False)
+        C0 = rand_t(M, N)
+        ref = alpha * (W.double() @ v.double()).reshape(M, N) + beta * C0.double()
+        results = []
+        for _ in range(2):
+            C = C0.clone() if beta != 0.0 else torch.full((M, N), float("nan"), device="cuda")
+            used = _fastgemm.cuda_sgemm(name, M, N, K, args[0], args[1], args[2], args[3], C.data_ptr(), C.stride(0),
+                                        args[4], args[5], alpha, beta, torch.cuda.current_stream().cuda_stream,
+                                        C.device.index)
+            torch.cuda.synchronize()
+            assert used == name
+            results.append(C.cpu().numpy())
+        np.testing.assert_array_equal(results[0], results[1])
+        what = f"{name} L={L} K={K} pitch={pitch} stride={stride} offset={offset}"
+        assert_matches(results[0], ref.cpu().numpy(), "fp32", K, what)
 
 
 SMALL_TILE = ["small_tile_32x32", "small_tile_64x64"]

@@ -190,14 +190,16 @@ std::vector<LadderEntry> build() {
     // Rung 14: memory-bound skinny problems, either small dimension, every transpose.
     add(auto_candidate(with_constraints(
         rung("skinny_m64", 14, fp32, launch_skinny_m64, "14_skinny.cu",
-             "M <= 64: B read once in 16-byte loads from global memory, 16 rows of op(A) per block in shared "
-             "memory, split K summed in order; any layout",
+             "M <= 64: B read once in 16-byte loads from global memory, 4, 8 or 16 rows of op(A) per block in "
+             "shared memory (one row of op(A) against B^T: a warp per column of C), split K summed in order; any "
+             "layout",
              {{"max_M", 64}, {"reuse_m", 16}, {"reuse_n", 32}, {"threads", 256}}),
         {Constraint::at_most('M', 64)})));
     add(auto_candidate(with_constraints(
         rung("skinny_n64", 14, fp32, launch_skinny_n64, "14_skinny.cu",
-             "N <= 64: A read once in 16-byte loads from global memory, 16 columns of op(B) per block in shared "
-             "memory, split K summed in order; any layout",
+             "N <= 64: A read once in 16-byte loads from global memory, 4, 8 or 16 columns of op(B) per block in "
+             "shared memory (one column of op(B) against A: a warp per row of C), split K summed in order; any "
+             "layout",
              {{"max_N", 64}, {"reuse_m", 32}, {"reuse_n", 16}, {"threads", 256}}),
         {Constraint::at_most('N', 64)})));
 

@@ -14,6 +14,11 @@
 //   owns 128 values of j for an eighth of each k chunk; per k a lane loads one float4 of
 //   X and broadcasts 16 values of Y from shared memory for 64 FFMAs; the 8 warps' sums
 //   are added in shared memory at the end.
+// - One vector (S == 1) with X rows along k (a decode step x @ W^T, or a tall matrix times
+//   a vector): the GEMV kernel, a warp per row of X, lanes along k, four float4s of X in
+//   flight per lane and Y read through L1 (every warp reads the same Y, made contiguous
+//   first if it is not); no shared memory, no block-wide synchronisation, and nothing
+//   spent on rows of zeros.
 // Few blocks for the GPU (small L): K is split over blocks, each split parked in a slab
 // and summed in split order by reduce_split_k (split_k.cuh): deterministic.
 // Constraints: M <= 64 (skinny_m64) or N <= 64 (skinny_n64); any K, strides and alignment
@@ -23,6 +28,7 @@
 
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/device_common.cuh"
+#include "cuda/common/residency.hpp"
 #include "cuda/common/split_k.cuh"
 #include "cuda/ladder.hpp"
 
@@ -33,9 +39,9 @@ namespace {
 
 constexpr int kMaxSmall = 64;
 constexpr int kThreads = 256, kWarps = kThreads / 32;
-// Values of i per block: 16, or 4 when the small dimension is at most 4 (a decode step),
-// so that no FFMAs go to rows of zeros.
-constexpr int kSmallTile = 4, kLargeTile = 16;
+// Values of i per block: 16, or 8 or 4 when the small dimension is at most that (a small
+// batch), so that few FFMAs go to rows of zeros.
+constexpr int kSmallTile = 4, kMidTile = 8, kLargeTile = 16;
 
 // Element (a, b) of an operand at base[a * s0 + b * s1].
 struct SkinnyOperands {
@@ -96,8 +102,8 @@ __device__ __forceinline__ void reduce_scatter(float (&v)[64], int lane) {
 }
 
 // IT = 16: two blocks per SM (128 registers), so that one block's loads of X stay in
-// flight while the other stages Y. IT = 4: 16 float4s of X per lane and step are in
-// flight already, and 64 accumulators beside them need more than 128 registers.
+// flight while the other stages Y. IT = 4 and 8: 16 or 8 float4s of X per lane and step
+// are in flight already, and 64 accumulators beside them need more than 128 registers.
 template <int IT, bool VEC>
 __global__ void __launch_bounds__(kThreads, IT == kLargeTile ? 2 : 1) skinny_krow_kernel(SkinnyOperands o) {
     constexpr int KC_RJ = 64 / IT, KC_ROWS = kWarps * KC_RJ;
@@ -245,6 +251,74 @@ __global__ void __launch_bounds__(kThreads) skinny_jrow_kernel(SkinnyOperands o)
     }
 }
 
+// The GEMV kernel: S == 1, X rows along k. Block (jb, split): warp w owns row j = 8 jb
+// + w; per step of 512 k, lane l handles k = k0 + 128 u + 4 l + [0, 4) for u < 4: four
+// float4s of X (streamed past L1: read once) and four of Y (through L1: every warp of the
+// SM reads them) for 16 FFMAs in four independent sums. The lane's sums are added in a
+// fixed order and then over the warp by a butterfly, so the result does not depend on
+// timing. `VEC`: X's rows start on 16 bytes. Y is contiguous and starts on 16 bytes
+// always: launch_gemv copies any other Y into a buffer first (scalar loads of a strided
+// Y touch four times the cache lines per warp, and ran the kernel at 0.6x cuBLAS's GEMV).
+constexpr int GV_UNROLL = 4, GV_STEP = 128 * GV_UNROLL;
+
+// `WHOLE`: the caller knows k + 4 <= k_end.
+template <bool WHOLE>
+__device__ __forceinline__ float4 load_y4(const float* y, int64_t k, int64_t k_end) {
+    if (WHOLE || k + 4 <= k_end) return __ldg(reinterpret_cast<const float4*>(y + k));
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = k + e < k_end ? __ldg(y + k + e) : 0.0f;
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+template <bool VEC, bool WHOLE>
+__device__ __forceinline__ float4 load_x4(const float* row, int64_t xs_k, int64_t k, int64_t k_end) {
+    if (VEC && (WHOLE || k + 4 <= k_end)) return __ldcs(reinterpret_cast<const float4*>(row + k));
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = k + e < k_end ? __ldcs(row + (k + e) * xs_k) : 0.0f;
+    return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+__device__ __forceinline__ void fma4(float4& acc, const float4& x, const float4& y) {
+    acc.x = fmaf(x.x, y.x, acc.x);
+    acc.y = fmaf(x.y, y.y, acc.y);
+    acc.z = fmaf(x.z, y.z, acc.z);
+    acc.w = fmaf(x.w, y.w, acc.w);
+}
+
+template <bool VEC>
+__global__ void __launch_bounds__(kThreads, 4) skinny_gemv_kernel(SkinnyOperands o) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t j = int64_t(blockIdx.x) * kWarps + warp;
+    if (j >= o.L) return;  // whole warps only; nothing below synchronises the block
+    const int64_t k_begin = int64_t(split_k_begin(blockIdx.y, o.splits, o.chunks)) * GV_STEP;
+    const int64_t k_end = min(o.K, int64_t(split_k_begin(blockIdx.y + 1, o.splits, o.chunks)) * GV_STEP);
+    const float* row = o.X + j * o.xs_j;
+
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    int64_t k0 = k_begin;
+    for (; k0 + GV_STEP <= k_end; k0 += GV_STEP) {  // whole steps: every load inside X
+        float4 x[GV_UNROLL], y[GV_UNROLL];
+#pragma unroll
+        for (int u = 0; u < GV_UNROLL; ++u) {
+            const int64_t k = k0 + 128 * u + 4 * lane;
+            x[u] = load_x4<VEC, true>(row, o.xs_k, k, k_end);
+            y[u] = load_y4<true>(o.Y, k, k_end);
+        }
+#pragma unroll
+        for (int u = 0; u < GV_UNROLL; ++u) fma4(acc, x[u], y[u]);
+    }
+    for (; k0 < k_end; k0 += 128) {  // the last partial step, bounds-checked
+        const int64_t k = k0 + 4 * lane;
+        if (k < k_end) fma4(acc, load_x4<VEC, false>(row, o.xs_k, k, k_end), load_y4<false>(o.Y, k, k_end));
+    }
+    float sum = (acc.x + acc.y) + (acc.z + acc.w);
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) store_out(o, 0, j, sum);
+}
+
 // The problem in skinny terms: small_is_m, S = M (Y = op(A), X(j, k) = op(B)(k, j));
 // else S = N (Y(i, k) = op(B)(k, i), X = op(A)).
 SkinnyOperands skinny_view(const DeviceOperands& p, bool small_is_m) {
@@ -271,6 +345,49 @@ SkinnyOperands skinny_view(const DeviceOperands& p, bool small_is_m) {
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
+// With more than one split, split s writes slab s (C's layout, alpha 1, beta 0) and
+// reduce_split_k forms C from the slabs afterwards; with one, o writes C itself.
+SplitKSlabs park_splits(SkinnyOperands& o, const Problem& q, Workspace& ws, bool small_is_m) {
+    SplitKSlabs slabs;
+    if (o.splits > 1) {
+        slabs = reserve_split_k_slabs(ws, o.splits, q.M, q.N, 64, 64);
+        o.out = slabs.partial, o.os_split = slabs.slab();
+        o.os_i = small_is_m ? slabs.ld : 1, o.os_j = small_is_m ? 1 : slabs.ld;
+        o.alpha = 1.0f, o.beta = 0.0f;
+    }
+    return slabs;
+}
+
+// dst[k] = src[k * stride] for k < K.
+__global__ void gather_vector_kernel(const float* src, int64_t stride, int64_t K, float* dst) {
+    const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (k < K) dst[k] = src[k * stride];
+}
+
+// One vector: the GEMV kernel, after Y is made contiguous and 16-byte aligned where it is
+// not (into workspace slot 0 or 2, as Y is op(A) or op(B)), with K split over blocks only
+// as far as one wave of resident blocks allows (a decode step over 4096 or more rows of W
+// runs unsplit: one launch, no reduction).
+void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stream, Workspace& ws, bool small_is_m) {
+    if (!(aligned16(o.Y) && o.ys_k == 1) && q.K > 0) {
+        float* y = static_cast<float*>(ws.get(small_is_m ? 0 : 2, size_t(q.K) * sizeof(float)));
+        gather_vector_kernel<<<unsigned(ceil_div(q.K, kThreads)), kThreads, 0, stream>>>(o.Y, o.ys_k, q.K, y);
+        FASTGEMM_CUDA_CHECK_LAUNCH();
+        o.Y = y, o.ys_k = 1;
+    }
+    const bool vec = aligned16(o.X) && o.xs_j % 4 == 0;
+    void (*kernel)(SkinnyOperands) = vec ? skinny_gemv_kernel<true> : skinny_gemv_kernel<false>;
+    const int64_t blocks = ceil_div(o.L, kWarps);
+    o.chunks = int(ceil_div(q.K, GV_STEP));
+    const int64_t resident = resident_blocks(kernel, kThreads, 0);
+    const int64_t splits = std::min<int64_t>({resident / blocks, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
+    o.splits = int(std::max<int64_t>(1, splits));
+    const SplitKSlabs slabs = park_splits(o, q, ws, small_is_m);
+    kernel<<<dim3(unsigned(blocks), unsigned(o.splits)), kThreads, 0, stream>>>(o);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+    if (o.splits > 1) reduce_split_k(slabs, q.M, q.N, C, q.ldc, q.alpha, q.beta, nullptr, stream);
+}
+
 void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name, bool small_is_m) {
     const Problem& q = p.problem;
     if (q.M == 0 || q.N == 0) return;
@@ -280,12 +397,13 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     // X is stored L x K (rows along k) or K x L (rows along j); with K == 1 or L == 1 both
     // strides may be 1, and either kernel reads it right.
     const bool krow = o.xs_k == 1;
+    if (krow && o.S == 1) return launch_gemv(o, q, p.C, stream, ws, small_is_m);
     const int kch = krow ? KC_KCH : JC_KCH;
     // 16-byte loads need every row of X to start on 16 bytes.
     const bool vec = krow ? aligned16(o.X) && o.xs_j % 4 == 0 : aligned16(o.X) && o.xs_k % 4 == 0 && o.xs_j == 1;
-    // The small tile of the k-row kernel is built for 16-byte loads only: its scalar
-    // form would spill.
-    const int it = o.S <= kSmallTile && (vec || !krow) ? kSmallTile : kLargeTile;
+    // The small tile of the k-row kernel is built for 16-byte loads only (its scalar form
+    // would spill), and so are both kernels' mid tiles.
+    const int it = o.S <= kSmallTile && (vec || !krow) ? kSmallTile : o.S <= kMidTile && vec ? kMidTile : kLargeTile;
     const int64_t itiles = ceil_div(o.S, it);
     const int64_t blocks = itiles * ceil_div(o.L, krow ? kWarps * (64 / it) : JC_COLS);
     o.chunks = int(ceil_div(q.K, kch));
@@ -297,22 +415,19 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     const int64_t want = ceil_div(int64_t(4) * sms, blocks);
     const int64_t splits = std::min<int64_t>({want, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
     o.splits = int(std::max<int64_t>(1, splits));
-    // Split s writes slab s (C's layout, alpha 1, beta 0); reduce_split_k forms C.
-    SplitKSlabs slabs;
-    if (o.splits > 1) {
-        slabs = reserve_split_k_slabs(ws, o.splits, q.M, q.N, 64, 64);
-        o.out = slabs.partial, o.os_split = slabs.slab();
-        o.os_i = small_is_m ? slabs.ld : 1, o.os_j = small_is_m ? 1 : slabs.ld;
-        o.alpha = 1.0f, o.beta = 0.0f;
-    }
+    const SplitKSlabs slabs = park_splits(o, q, ws, small_is_m);
     const dim3 grid(unsigned(blocks), unsigned(o.splits));
     void (*kernel)(SkinnyOperands) = nullptr;
     if (krow && it == kSmallTile)
         kernel = skinny_krow_kernel<kSmallTile, true>;
+    else if (krow && it == kMidTile)
+        kernel = skinny_krow_kernel<kMidTile, true>;
     else if (krow)
         kernel = vec ? skinny_krow_kernel<kLargeTile, true> : skinny_krow_kernel<kLargeTile, false>;
     else if (it == kSmallTile)
         kernel = vec ? skinny_jrow_kernel<kSmallTile, true> : skinny_jrow_kernel<kSmallTile, false>;
+    else if (it == kMidTile)
+        kernel = skinny_jrow_kernel<kMidTile, true>;
     else
         kernel = vec ? skinny_jrow_kernel<kLargeTile, true> : skinny_jrow_kernel<kLargeTile, false>;
     kernel<<<grid, kThreads, 0, stream>>>(o);
