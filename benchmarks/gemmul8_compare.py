@@ -61,7 +61,10 @@ std::string last_error;
 int fail(const std::string& what) { last_error = what; return 1; }
 #define CHECK_CUDA(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) return fail(std::string(#x) + ": " + cudaGetErrorString(e_)); } while (0)
 #define CHECK_BLAS(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) return fail(std::string(#x) + ": cuBLAS status " + std::to_string(int(s_))); } while (0)
+}  // namespace
 
+// Outside the anonymous namespace: a function whose parameters name a type of an
+// anonymous namespace is local to this file, extern "C" or not, and would not be exported.
 struct Bench {
     cublasHandle_t blas = nullptr;
     float *A = nullptr, *B = nullptr, *C = nullptr;
@@ -70,7 +73,6 @@ struct Bench {
     cudaEvent_t start = nullptr, stop = nullptr;
     int M = 0, N = 0, K = 0;
 };
-}  // namespace
 
 extern "C" {
 const char* gm8_error() { return last_error.c_str(); }
