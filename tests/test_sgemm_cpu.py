@@ -70,6 +70,31 @@ def test_kernel_transposes_and_scalars(kernel, trans_a, trans_b, alpha, beta, rn
     assert_matches(C, ref, PRECISION[kernel], K, f"{kernel} ta={trans_a} tb={trans_b} a={alpha} b={beta}")
 
 
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("M,N,K", [(1, 300, 77), (300, 1, 77), (1, 1, 50), (1, 5, 0)])
+def test_blas_baseline_matrix_times_vector(trans_a, trans_b, M, N, K, rng):
+    """A matrix times a vector goes to the BLAS's sgemv: every transpose, operands whose
+    rows are longer than the matrix (so the vector is read with a stride), alpha and beta,
+    a poisoned C with beta == 0, and K == 0 (C = beta C, which sgemv alone would not do)."""
+    if "openblas" not in CPU_KERNELS:
+        pytest.skip("no BLAS baseline in this build")
+
+    def stored(rows, cols):  # a view whose rows are 3 floats longer than `cols`
+        return rand(rng, rows, cols + 3)[:, :cols]
+
+    A = stored(K, M) if trans_a else stored(M, K)
+    B = stored(N, K) if trans_b else stored(K, N)
+    for alpha, beta in ((1.0, 0.0), (-1.5, 0.5)):
+        C0 = rand(rng, M, N)
+        C = np.full((M, N), np.nan, dtype=np.float32) if beta == 0.0 else C0.copy()
+        fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b, kernel="openblas",
+                       backend="cpu")
+        ref = reference(np.ascontiguousarray(A), np.ascontiguousarray(B), C0 if beta else None, alpha, beta,
+                        trans_a, trans_b)
+        assert_matches(C, ref, "fp32", K, f"openblas {M}x{N}x{K} ta={trans_a} tb={trans_b} beta={beta}")
+
+
 @pytest.mark.parametrize("kernel", ["ijk", "ikj", "transposed_b", "tiled_ikj_32", "ikj_threads", "openblas"])
 def test_beta_zero_ignores_nan_in_c(kernel, rng):
     if kernel not in CPU_KERNELS:
