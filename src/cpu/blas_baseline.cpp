@@ -1,7 +1,8 @@
 // The CPU vendor baseline: cblas_sgemm from OpenBLAS (scipy-openblas32 on Linux, linked
 // at build time from PyPI) or Accelerate (macOS), and cblas_sgemv for a matrix times a
-// vector, as numpy calls them, timed by the same harness as the ladder. Its thread count follows fastgemm.set_num_threads() so ratios compare equal
-// resources. BLAS takes 32-bit integers: larger dimensions are refused up front.
+// vector, as numpy calls them, timed by the same harness as the ladder. Its thread count
+// follows fastgemm.set_num_threads() so ratios compare equal resources. BLAS takes
+// 32-bit integers: larger dimensions are refused up front.
 #include <algorithm>
 #include <chrono>
 #include <climits>

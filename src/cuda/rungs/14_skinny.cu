@@ -380,7 +380,8 @@ void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stre
     const int64_t blocks = ceil_div(o.L, kWarps);
     o.chunks = int(ceil_div(q.K, GV_STEP));
     const int64_t resident = resident_blocks(kernel, kThreads, 0);
-    const int64_t splits = std::min<int64_t>({resident / blocks, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
+    const int64_t splits =
+        std::min<int64_t>({resident / blocks, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
     o.splits = int(std::max<int64_t>(1, splits));
     const SplitKSlabs slabs = park_splits(o, q, ws, small_is_m);
     kernel<<<dim3(unsigned(blocks), unsigned(o.splits)), kThreads, 0, stream>>>(o);
