@@ -264,20 +264,28 @@ constexpr int GV_UNROLL = 4, GV_STEP = 128 * GV_UNROLL;
 // `WHOLE`: the caller knows k + 4 <= k_end.
 template <bool WHOLE>
 __device__ __forceinline__ float4 load_y4(const float* y, int64_t k, int64_t k_end) {
-    if (WHOLE || k + 4 <= k_end) return __ldg(reinterpret_cast<const float4*>(y + k));
-    float v[4];
+    if constexpr (WHOLE) {
+        return __ldg(reinterpret_cast<const float4*>(y + k));
+    } else {
+        if (k + 4 <= k_end) return __ldg(reinterpret_cast<const float4*>(y + k));
+        float v[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = k + e < k_end ? __ldg(y + k + e) : 0.0f;
-    return make_float4(v[0], v[1], v[2], v[3]);
+        for (int e = 0; e < 4; ++e) v[e] = k + e < k_end ? __ldg(y + k + e) : 0.0f;
+        return make_float4(v[0], v[1], v[2], v[3]);
+    }
 }
 
 template <bool VEC, bool WHOLE>
 __device__ __forceinline__ float4 load_x4(const float* row, int64_t xs_k, int64_t k, int64_t k_end) {
-    if (VEC && (WHOLE || k + 4 <= k_end)) return __ldcs(reinterpret_cast<const float4*>(row + k));
-    float v[4];
+    if constexpr (VEC && WHOLE) {
+        return __ldcs(reinterpret_cast<const float4*>(row + k));
+    } else {
+        if (VEC && k + 4 <= k_end) return __ldcs(reinterpret_cast<const float4*>(row + k));
+        float v[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) v[e] = k + e < k_end ? __ldcs(row + (k + e) * xs_k) : 0.0f;
-    return make_float4(v[0], v[1], v[2], v[3]);
+        for (int e = 0; e < 4; ++e) v[e] = k + e < k_end ? __ldcs(row + (k + e) * xs_k) : 0.0f;
+        return make_float4(v[0], v[1], v[2], v[3]);
+    }
 }
 
 __device__ __forceinline__ void fma4(float4& acc, const float4& x, const float4& y) {
