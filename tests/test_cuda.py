@@ -167,7 +167,8 @@ def test_kernel_matches_float64(rng, name):
     assert_matches(C, reference(A, B), info.precision, K, name)
 
 
-SPLIT_K = ["async_tma_128x256_splitk", "tf32_wgmma_256x128_splitk", "fp32x3_wgmma_128x128_splitk"]
+SPLIT_K = ["async_tma_128x256_splitk", "async_tma_64x256_splitk", "async_tma_256x64_splitk", "tf32_wgmma_256x128_splitk",
+           "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
              "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256",
              "small_tile_32x32", "small_tile_64x64"] + SPLIT_K
@@ -838,6 +839,37 @@ def test_skinny_on_unaligned_device_rows(tb):
 
 
 @needs_gpu
+@needs_gpu
+@pytest.mark.parametrize("name", ["async_tma_64x256_splitk", "async_tma_256x64_splitk"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("aligned", [True, False])
+def test_thin_tiles_read_device_operands_in_place_or_packed(name, ta, tb, aligned):
+    """The thin FFMA tiles read an operand stored with k contiguous (A untransposed, W of
+    x @ W^T) straight from device memory when its rows start on 16 bytes, and through the
+    transpose pass when they do not: both paths, every transpose, ragged tiles and a k
+    range that is split."""
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(5)
+    M, N, K = (70, 300, 4100) if name == "async_tma_64x256_splitk" else (300, 70, 4100)
+
+    def operand(rows, cols):
+        pad = 0 if aligned else 1  # one float off a 16-byte boundary, and an odd row pitch
+        pitch = (cols + 3) // 4 * 4 + 4 + pad
+        return (torch.rand((rows, pitch), device="cuda", generator=g) * 2 - 1)[:, pad:cols + pad]
+
+    A = operand(K, M) if ta else operand(M, K)
+    B = operand(N, K) if tb else operand(K, N)
+    C0 = torch.rand((M, N), device="cuda", generator=g)
+    C = C0.clone()
+    _fastgemm.cuda_sgemm(name, M, N, K, A.data_ptr(), A.stride(0), B.data_ptr(), B.stride(0), C.data_ptr(),
+                         C.stride(0), ta, tb, -0.5, 2.0, torch.cuda.current_stream().cuda_stream, C.device.index)
+    torch.cuda.synchronize()
+    opa = A.double().t() if ta else A.double()
+    opb = B.double().t() if tb else B.double()
+    ref = -0.5 * (opa @ opb) + 2.0 * C0.double()
+    assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32", K, f"{name} ta={ta} tb={tb} aligned={aligned}")
+
+
 @pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"])
 def test_skinny_gemv_layouts(name):
     """One vector against a matrix whose rows run along k goes to the GEMV kernel: rows

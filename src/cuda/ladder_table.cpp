@@ -128,12 +128,14 @@ std::vector<LadderEntry> build() {
     add(auto_candidate(hopper_only(rung("async_tma_64x256_splitk", 10, fp32, launch_async_tma_64x256_splitk,
                                         "10_async_tma.cu",
                                         "a 64-row tile (eight warps along n, 8x8 per lane) for problems with few "
-                                        "rows, k split where the tiles cannot fill the GPU; any shape",
+                                        "rows, k split where the tiles cannot fill the GPU, k-contiguous operands "
+                                        "read in place where a transpose pass would cost more; any shape",
                                         {{"BM", 64}, {"BN", 256}, {"BK", 32}, {"stages", 4}, {"TM", 8}, {"TN", 8}}))));
     add(auto_candidate(hopper_only(rung("async_tma_256x64_splitk", 10, fp32, launch_async_tma_256x64_splitk,
                                         "10_async_tma.cu",
                                         "a 64-column tile (eight warps along m, 4x16 per lane) for problems with "
-                                        "few columns, k split where the tiles cannot fill the GPU; any shape",
+                                        "few columns, k split where the tiles cannot fill the GPU, k-contiguous "
+                                        "operands read in place where a transpose pass would cost more; any shape",
                                         {{"BM", 256}, {"BN", 64}, {"BK", 32}, {"stages", 4}, {"TM", 4}, {"TN", 16}}))));
 
     add(auto_candidate(rung("tf32_mma_sync_128x128", 11, tf32, launch_tf32_mma_sync_128x128, "11_tf32_mma_sync.cu",

@@ -11,7 +11,9 @@
 // bytes of A^T, 4 read 64 of B: no bank conflicts) for TM x TN FFMAs.
 // Both operands k-major with m (n) contiguous: the launcher packs A^T with a tiled
 // transpose, because fragments read along k land in one register bank
-// (docs/cuda-notes.md#register-banks).
+// (docs/cuda-notes.md#register-banks). The thin split-K tiles, whose problems are mostly
+// operand, also read k-contiguous operands in place where the pass would cost more
+// (StageOperand, read_k_contiguous_in_place).
 // Tails: the one-block-per-SM variants cut the last tiles of the grid into k-segments
 // in the same launch (graded_tail.cuh); the two-blocks-per-SM variant deals a partly
 // full last round out by k-tiles to a second kernel (stream_k.cuh).
@@ -49,12 +51,15 @@ enum class TmaTail { graded, stream_k };
 //                        most TAIL_PERCENT of the resident blocks
 //   LOCKSTEP             the warps meet at a named barrier before each k-tile
 //   SPLIT_K              every tile's k range in splits, summed by reduce_split_k
+//   READS_K_CONTIGUOUS   also reads an operand stored with k contiguous (A as it is,
+//                        op(B) = W^T of a W stored N x K) in place, no transpose pass
 struct AsyncTma128x256 {
     static constexpr int BM = 128, BN = 256, WARPS_M = 2, WARPS_N = 4, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
     static constexpr TmaTail TAIL = TmaTail::graded;
     static constexpr int TAIL_PERCENT = 0;
     static constexpr bool LOCKSTEP = true;
     static constexpr bool SPLIT_K = false;
+    static constexpr bool READS_K_CONTIGUOUS = false;
 };
 // The same kernel on few-tile problems: every tile's k range in S splits, summed by
 // reduce_split_k (no graded tail).
@@ -63,13 +68,17 @@ struct AsyncTma128x256SplitK : AsyncTma128x256 {
 };
 // Thin tiles for problems with one short side (a small batch through a Linear layer,
 // a tall matrix times a few columns): a 128-row tile at M = 64 would do twice the work
-// it keeps. Eight warps along the long side, k split as above.
+// it keeps. Eight warps along the long side, k split as above. These problems are
+// mostly operand: a transpose pass over W (N x K, the Linear layout) or over a
+// row-major A took a third of the time at 64 x 14336 x 4096, so they read either
+// layout in place.
 struct AsyncTma64x256SplitK {
     static constexpr int BM = 64, BN = 256, WARPS_M = 1, WARPS_N = 8, STAGES = 4, AHEAD = 2, MIN_BLOCKS = 1;
     static constexpr TmaTail TAIL = TmaTail::graded;
     static constexpr int TAIL_PERCENT = 0;
     static constexpr bool LOCKSTEP = true;
     static constexpr bool SPLIT_K = true;
+    static constexpr bool READS_K_CONTIGUOUS = true;
 };
 struct AsyncTma256x64SplitK : AsyncTma64x256SplitK {
     static constexpr int BM = 256, BN = 64, WARPS_M = 8, WARPS_N = 1;
@@ -80,6 +89,7 @@ struct AsyncTma256x128 {
     static constexpr int TAIL_PERCENT = 0;
     static constexpr bool LOCKSTEP = true;
     static constexpr bool SPLIT_K = false;
+    static constexpr bool READS_K_CONTIGUOUS = false;
 };
 struct AsyncTma128x128 {
     static constexpr int BM = 128, BN = 128, WARPS_M = 2, WARPS_N = 4, STAGES = 3, AHEAD = 2, MIN_BLOCKS = 2;
@@ -87,6 +97,7 @@ struct AsyncTma128x128 {
     static constexpr int TAIL_PERCENT = 75;
     static constexpr bool LOCKSTEP = false;
     static constexpr bool SPLIT_K = false;
+    static constexpr bool READS_K_CONTIGUOUS = false;
 };
 
 template <class Variant>
@@ -111,7 +122,22 @@ struct TmaFfmaConfig : Variant {
                   "split-K reuses the graded kernel's segment path");
     static_assert(!Variant::SPLIT_K || (BM % kSplitKRegion == 0 && BN % kSplitKRegion == 0),
                   "the kernel's slab (whole tiles) must be the one reserve_split_k_slabs lays out");
+    static_assert(!Variant::READS_K_CONTIGUOUS || (Variant::SPLIT_K && MIN_BLOCKS == 1 && BM <= 256 && BN <= 256),
+                  "k-contiguous tiles are stored through the tile image; split-K has no in-kernel tail");
 };
+
+// How one operand's k-tile sits in a stage (both are BK x BM or BK x BN floats):
+//   k_rows        BK rows along k, each the tile's m (n) range: op(A)^T and op(B) stored
+//                 with m (n) contiguous, a box of the dense map. A lane's k step is then
+//                 one 16-byte load per four of its rows (columns).
+//   k_contiguous  BM (BN) rows of BK = 32 floats along k, each row one 128-byte line
+//                 whose 16-byte chunks are swizzled by the row (chunk c of row r at
+//                 c ^ (r % 8), TmaLayout::swizzle128): A and op(B)^T stored with k
+//                 contiguous, read in place. A lane loads four k of one row at a time, so
+//                 it takes four k steps per set of loads; its rows (columns) are eight
+//                 (four) apart, which puts a quarter-warp's loads in eight (four) distinct
+//                 chunks: no bank conflicts.
+enum class StageOperand { k_rows, k_contiguous };
 
 // v.x, v.y, v.z or v.w for an index that is a compile-time constant after unrolling.
 __device__ __forceinline__ float component(const float4& v, int e) {
@@ -133,14 +159,19 @@ __device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float 
 }
 
 // One block per unit of block_unit (graded_tail.cuh): a whole tile of the grouped
-// rasterisation, or one k-segment of one of the last tiles.
-template <class Cfg>
+// rasterisation, or one k-segment of one of the last tiles. A_STAGE and B_STAGE say
+// how each operand's k-tile sits in a stage (StageOperand); map_at is then the map of
+// A^T (K x M) or of A (M x K), map_b that of op(B) (K x N) or of op(B)^T (N x K).
+template <class Cfg, StageOperand A_STAGE = StageOperand::k_rows, StageOperand B_STAGE = StageOperand::k_rows>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     async_tma_kernel(const __grid_constant__ CUtensorMap map_at, const __grid_constant__ CUtensorMap map_b,
                      DeviceOperands p, GradedTail graded) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
     constexpr int TM = Cfg::TM, TN = Cfg::TN;
+    constexpr bool A_KC = A_STAGE == StageOperand::k_contiguous, B_KC = B_STAGE == StageOperand::k_contiguous;
+    static_assert(!(A_KC || B_KC) || Cfg::READS_K_CONTIGUOUS, "a variant that reads k-contiguous tiles");
+    static_assert(BK == 32, "a k-contiguous row is one 128-byte swizzle line");
     extern __shared__ uint8_t smem_raw[];
     __shared__ int last_segment;  // this block completes its split tile
     uint8_t* smem = align_smem_1024(smem_raw);
@@ -162,8 +193,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         if (!Cfg::LOCKSTEP && t >= STAGES) mbar_wait(&empty[s], ((t / STAGES) - 1) & 1);
         uint8_t* st = smem + s * Cfg::STAGE_BYTES;
         mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
-        tma_load_2d(st, &map_at, m0, (u.kb + t) * BK, &full[s]);
-        tma_load_2d(st + Cfg::A_BYTES, &map_b, n0, (u.kb + t) * BK, &full[s]);
+        const int k0 = (u.kb + t) * BK;
+        tma_load_2d(st, &map_at, A_KC ? k0 : m0, A_KC ? m0 : k0, &full[s]);
+        tma_load_2d(st + Cfg::A_BYTES, &map_b, B_KC ? k0 : n0, B_KC ? n0 : k0, &full[s]);
     };
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -178,6 +210,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     const int wm0 = (warp % Cfg::WARPS_M) * Cfg::WM, wn0 = (warp / Cfg::WARPS_M) * Cfg::WN;
     const int lm = lane >> 2, ln = lane & 3;
     const int a_col = wm0 + 4 * lm, b_col = wn0 + 4 * ln;
+    // The tile row of acc[i][.] and the tile column of acc[.][j]: four adjacent rows
+    // (columns) per 16-byte load of a k_rows operand; rows eight apart (columns four
+    // apart) for a k_contiguous one (StageOperand).
+    auto row_of = [&](int i) { return A_KC ? wm0 + lm + 8 * i : a_col + 32 * (i / 4) + i % 4; };
+    auto col_of = [&](int j) { return B_KC ? wn0 + ln + 4 * j : b_col + 16 * (j / 4) + j % 4; };
 
     float acc[TM][TN];
 #pragma unroll
@@ -216,22 +253,71 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         }
         const float* As = reinterpret_cast<const float*>(smem + s * Cfg::STAGE_BYTES);
         const float* Bs = As + BM * BK;
-        // Fully unrolled over the k-tile (4096 FFMAs for 8 x 16): partly rolled loops
-        // measured slower, although the 68 KB loop then streams its instructions
-        // (docs/cuda-notes.md#instruction-fetch).
+        if constexpr (!A_KC && !B_KC) {
+            // Fully unrolled over the k-tile (4096 FFMAs for 8 x 16): partly rolled loops
+            // measured slower, although the 68 KB loop then streams its instructions
+            // (docs/cuda-notes.md#instruction-fetch).
 #pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float4 a4[TM / 4], b4[TN / 4];
+            for (int k = 0; k < BK; ++k) {
+                float4 a4[TM / 4], b4[TN / 4];
 #pragma unroll
-            for (int h = 0; h < TM / 4; ++h) a4[h] = *reinterpret_cast<const float4*>(As + k * BM + a_col + 32 * h);
+                for (int h = 0; h < TM / 4; ++h) a4[h] = *reinterpret_cast<const float4*>(As + k * BM + a_col + 32 * h);
 #pragma unroll
-            for (int q = 0; q < TN / 4; ++q) b4[q] = *reinterpret_cast<const float4*>(Bs + k * BN + b_col + 16 * q);
-            float a[TM], b[TN];
+                for (int q = 0; q < TN / 4; ++q) b4[q] = *reinterpret_cast<const float4*>(Bs + k * BN + b_col + 16 * q);
+                float a[TM], b[TN];
 #pragma unroll
-            for (int i = 0; i < TM; ++i) a[i] = component(a4[i / 4], i % 4);
+                for (int i = 0; i < TM; ++i) a[i] = component(a4[i / 4], i % 4);
 #pragma unroll
-            for (int j = 0; j < TN; ++j) b[j] = component(b4[j / 4], j % 4);
-            outer_product(acc, a, b);
+                for (int j = 0; j < TN; ++j) b[j] = component(b4[j / 4], j % 4);
+                outer_product(acc, a, b);
+            }
+        } else {
+            // Four k steps per set of loads: chunk c of a k-contiguous row holds k = 4c +
+            // [0, 4). Lane rows wm0 + lm + 8i all sit at r % 8 = lm, columns wn0 + ln + 4j
+            // at ln + 4 (j % 2): their chunk c is at c ^ that.
+            const float* a_row = As + (wm0 + lm) * BK;
+            const float* b_row = Bs + (wn0 + ln) * BK;
+#pragma unroll
+            for (int c = 0; c < BK / 4; ++c) {
+                float a[4][TM], b[4][TN];
+                if constexpr (A_KC) {
+#pragma unroll
+                    for (int i = 0; i < TM; ++i) {
+                        const float4 v = *reinterpret_cast<const float4*>(a_row + 8 * i * BK + 4 * (c ^ lm));
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) a[e][i] = component(v, e);
+                    }
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+#pragma unroll
+                        for (int h = 0; h < TM / 4; ++h) {
+                            const float4 v = *reinterpret_cast<const float4*>(As + (4 * c + e) * BM + a_col + 32 * h);
+#pragma unroll
+                            for (int x = 0; x < 4; ++x) a[e][4 * h + x] = component(v, x);
+                        }
+                }
+                if constexpr (B_KC) {
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) {
+                        const float4 v =
+                            *reinterpret_cast<const float4*>(b_row + 4 * j * BK + 4 * (c ^ ln ^ (4 * (j % 2))));
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) b[e][j] = component(v, e);
+                    }
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+#pragma unroll
+                        for (int q = 0; q < TN / 4; ++q) {
+                            const float4 v = *reinterpret_cast<const float4*>(Bs + (4 * c + e) * BN + b_col + 16 * q);
+#pragma unroll
+                            for (int x = 0; x < 4; ++x) b[e][4 * q + x] = component(v, x);
+                        }
+                }
+#pragma unroll
+                for (int e = 0; e < 4; ++e) outer_product(acc, a[e], b[e]);
+            }
         }
         if (!Cfg::LOCKSTEP) {
             // All of this warp's reads of the stage are done before its one arrival.
@@ -273,12 +359,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
         static_assert(BM * LD_IMG * 4 <= STAGES * Cfg::STAGE_BYTES, "the tile image must fit in the ring");
         __syncthreads();  // every warp is past its last k-tile: the ring is free
         float* img = reinterpret_cast<float*>(smem);
+        if constexpr (!B_KC) {
 #pragma unroll
-        for (int i = 0; i < TM; ++i)
+            for (int i = 0; i < TM; ++i)
 #pragma unroll
-            for (int q = 0; q < TN / 4; ++q)
-                *reinterpret_cast<float4*>(img + (a_col + 32 * (i / 4) + i % 4) * LD_IMG + b_col + 16 * q) =
-                    make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+                for (int q = 0; q < TN / 4; ++q)
+                    *reinterpret_cast<float4*>(img + row_of(i) * LD_IMG + b_col + 16 * q) =
+                        make_float4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+        } else {
+            // Columns four apart: one float at a time (once per tile, beside a k range
+            // of loads).
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) img[row_of(i) * LD_IMG + col_of(j)] = acc[i][j];
+        }
         __syncthreads();
         for (int idx = threadIdx.x; idx < BM * BN / 4; idx += Cfg::kThreads) {
             const int r = idx / (BN / 4), c = 4 * (idx % (BN / 4));
@@ -417,19 +512,58 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
 #endif
 }
 
+// Whether the k-contiguous operands of a problem are read in place. In place saves
+// the transpose pass over each (8 bytes moved per element: about 45 / N of the FFMA
+// time of the product for an M x K operand A at 4 TB/s against 45 TFLOP/s, 45 / M for
+// W), but costs the k loop 8-14% where it is compute-bound: a lane's fragments of one k
+// then come from the same component of different float4s, in one register bank
+// (docs/cuda-notes.md#register-banks). Measured on the H200, the two crossed where the
+// saved passes came to about 8% (1024^3 NT, 512 x 512 x 32768 NN): in place from there.
+inline bool read_k_contiguous_in_place(const Problem& q) {
+    const double saved = (q.trans_a ? 0.0 : 45.0 / double(q.N)) + (q.trans_b ? 45.0 / double(q.M) : 0.0);
+    return saved >= 0.08;
+}
+
+// The kernel for the stage forms chosen at run time.
+template <class Cfg>
+auto async_tma_kernel_for(bool a_k_contiguous, bool b_k_contiguous) {
+    constexpr StageOperand rows = StageOperand::k_rows, kc = StageOperand::k_contiguous;
+    auto kernel = async_tma_kernel<Cfg>;
+    if constexpr (Cfg::READS_K_CONTIGUOUS) {
+        if (a_k_contiguous) kernel = b_k_contiguous ? async_tma_kernel<Cfg, kc, kc> : async_tma_kernel<Cfg, kc, rows>;
+        else if (b_k_contiguous) kernel = async_tma_kernel<Cfg, rows, kc>;
+    }
+    return kernel;
+}
+
 template <class Variant>
 void launch_async_tma(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const char* name) {
     const Problem& q = p.problem;
     using Cfg = TmaFfmaConfig<Variant>;
     require_sm90(name, "TMA");
     if (q.M == 0 || q.N == 0) return;
-    // A^T (K x M) is op(A) read transposed: packed unless A is stored that way already.
-    int64_t lda = q.lda, ldb = q.ldb;
-    const float* at = tma_readable(p.A, lda, !q.trans_a, q.K, q.M, ws, 0, stream);
-    const float* b = tma_readable(p.B, ldb, q.trans_b, q.K, q.N, ws, 2, stream);
-    const CUtensorMap map_at = make_tma_map_2d(at, q.K, q.M, lda, Cfg::BK, Cfg::BM, TmaLayout::dense);
-    const CUtensorMap map_b = make_tma_map_2d(b, q.K, q.N, ldb, Cfg::BK, Cfg::BN, TmaLayout::dense);
-    auto kernel = async_tma_kernel<Cfg>;
+    // Each operand's k-tiles as k rows (A^T, op(B): packed unless stored that way) or,
+    // where the variant reads them, the pass would cost enough and the rows are 16-byte
+    // aligned, as k-contiguous rows of A or op(B)^T read in place.
+    const bool in_place = Cfg::READS_K_CONTIGUOUS && read_k_contiguous_in_place(q);
+    const bool a_kc = in_place && !q.trans_a && tma_ready(p.A, q.lda);
+    const bool b_kc = in_place && q.trans_b && tma_ready(p.B, q.ldb);
+    CUtensorMap map_at, map_b;
+    if (a_kc) {
+        map_at = make_tma_map_2d(p.A, q.M, q.K, q.lda, Cfg::BM, Cfg::BK, TmaLayout::swizzle128);
+    } else {
+        int64_t lda = q.lda;
+        const float* at = tma_readable(p.A, lda, !q.trans_a, q.K, q.M, ws, 0, stream);
+        map_at = make_tma_map_2d(at, q.K, q.M, lda, Cfg::BK, Cfg::BM, TmaLayout::dense);
+    }
+    if (b_kc) {
+        map_b = make_tma_map_2d(p.B, q.N, q.K, q.ldb, Cfg::BN, Cfg::BK, TmaLayout::swizzle128);
+    } else {
+        int64_t ldb = q.ldb;
+        const float* b = tma_readable(p.B, ldb, q.trans_b, q.K, q.N, ws, 2, stream);
+        map_b = make_tma_map_2d(b, q.K, q.N, ldb, Cfg::BK, Cfg::BN, TmaLayout::dense);
+    }
+    auto kernel = async_tma_kernel_for<Cfg>(a_kc, b_kc);
     const int64_t tiles = ceil_div(q.M, Cfg::BM) * ceil_div(q.N, Cfg::BN), KT = ceil_div(q.K, Cfg::BK);
     const int64_t round = resident_blocks(kernel, Cfg::kThreads, Cfg::SMEM_BYTES);
     if constexpr (Cfg::SPLIT_K) {
