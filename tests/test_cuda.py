@@ -761,7 +761,8 @@ def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M, N, tb):
 # (M, N, K): one small side (1 to 64, with the 4 / 8 / 16 tile boundaries), the other large
 # or ragged, K from 1 to many splits.
 SKINNY_M = [(1, 1, 1), (1, 4099, 4096), (3, 1000, 517), (4, 4096, 1), (5, 257, 4099), (8, 1000, 3000),
-            (16, 4096, 4096), (17, 33, 65), (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
+            (12, 1001, 2052), (16, 4096, 4096), (17, 33, 65), (24, 2049, 1500), (32, 257, 1000), (33, 300, 700),
+            (63, 2049, 3000), (64, 512, 20000), (2, 11, 100003)]
 
 
 # The few-row wgmma tiles and the most rows (or columns) each takes. Their shapes: one or
@@ -839,7 +840,6 @@ def test_skinny_on_unaligned_device_rows(tb):
 
 
 @needs_gpu
-@needs_gpu
 @pytest.mark.parametrize("name", ["async_tma_64x256_splitk", "async_tma_256x64_splitk"])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("aligned", [True, False])
@@ -870,6 +870,7 @@ def test_thin_tiles_read_device_operands_in_place_or_packed(name, ta, tb, aligne
     assert_matches(C.cpu().numpy(), ref.cpu().numpy(), "fp32", K, f"{name} ta={ta} tb={tb} aligned={aligned}")
 
 
+@needs_gpu
 @pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"])
 def test_skinny_gemv_layouts(name):
     """One vector against a matrix whose rows run along k goes to the GEMV kernel: rows

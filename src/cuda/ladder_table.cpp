@@ -193,15 +193,15 @@ std::vector<LadderEntry> build() {
     add(auto_candidate(with_constraints(
         rung("skinny_m64", 14, fp32, launch_skinny_m64, "14_skinny.cu",
              "M <= 64: B read once in 16-byte loads from global memory, 4, 8 or 16 rows of op(A) per block in "
-             "shared memory (one row of op(A) against B^T: a warp per column of C), split K summed in order; any "
-             "layout",
+             "shared memory (up to 32 rows against B^T: two columns of C per warp, op(A) through L1), split K "
+             "summed in order; any layout",
              {{"max_M", 64}, {"reuse_m", 16}, {"reuse_n", 32}, {"threads", 256}}),
         {Constraint::at_most('M', 64)})));
     add(auto_candidate(with_constraints(
         rung("skinny_n64", 14, fp32, launch_skinny_n64, "14_skinny.cu",
              "N <= 64: A read once in 16-byte loads from global memory, 4, 8 or 16 columns of op(B) per block in "
-             "shared memory (one column of op(B) against A: a warp per row of C), split K summed in order; any "
-             "layout",
+             "shared memory (up to 32 columns against A: two rows of C per warp, op(B) through L1), split K "
+             "summed in order; any layout",
              {{"max_N", 64}, {"reuse_m", 32}, {"reuse_n", 16}, {"threads", 256}}),
         {Constraint::at_most('N', 64)})));
 

@@ -1,7 +1,7 @@
 // Rung 14, skinny problems (M or N at most 64: decode steps, x @ W^T with a small
 // batch), strict FP32 and bound by memory: the big operand is read once, in 16-byte
 // loads, straight from global memory into registers, and each value is used for up to
-// 16 rows of the small operand, which is staged in shared memory.
+// 16 rows of the small operand, read through L1 or staged in shared memory.
 // In its own terms the problem is Out(i, j) = sum_k Y(i, k) X(j, k), i < S <= 64 (the
 // small dimension), j < L (the large one); skinny_m64 has Y = op(A), X = op(B)^T, and
 // skinny_n64 Y = op(B)^T, X = op(A), so both serve every transpose.
@@ -19,12 +19,18 @@
 //   flight per lane and Y read through L1 (every warp reads the same Y, made contiguous
 //   first if it is not); no shared memory, no block-wide synchronisation, and nothing
 //   spent on rows of zeros.
+// - Up to 32 rows (S <= 32) with X rows along k and 16-byte aligned: the same GEMV form
+//   with two rows of X per warp and 2, 4, 8 or 16 rows of Y per block (the k-row kernel
+//   above, with its shared-memory stage and barriers, kept fewer loads in flight: 46 us
+//   against 31 at 16 x 4096 x 4096 on the H200). The k-row kernel keeps X rows that
+//   are not aligned and S from 33 to 64.
 // Few blocks for the GPU (small L): K is split over blocks, each split parked in a slab
 // and summed in split order by reduce_split_k (split_k.cuh): deterministic.
 // Constraints: M <= 64 (skinny_m64) or N <= 64 (skinny_n64); any K, strides and alignment
 // (16-byte loads where the rows allow them, bounds-checked scalar loads elsewhere).
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/device_common.cuh"
@@ -85,11 +91,13 @@ __device__ __forceinline__ void stage_y(const SkinnyOperands& o, float* Ys, int6
 // flat entries 2l and 2l + 1.
 constexpr int KC_KCH = 512;
 
-// Over the warp, v (64 sums per lane, each over the lane's k) becomes 2 complete sums per
+// Over the warp, v (N = 2 HALF sums per lane, each over the lane's k) becomes 2 sums per
 // lane: at each level the lane whose bit HALF / 2 is set keeps the upper HALF entries,
-// its partner the lower, each adding the other's; lane l ends with entries 2l and 2l + 1.
-template <int HALF>
-__device__ __forceinline__ void reduce_scatter(float (&v)[64], int lane) {
+// its partner the lower, each adding the other's; lane l ends with entries 2 (l % (N /
+// 2)) and 2 (l % (N / 2)) + 1, summed over the lanes that agree with l in bits N / 2 and
+// up (all 32 lanes for N = 64; complete_sums adds the rest for smaller N).
+template <int HALF, int N>
+__device__ __forceinline__ void reduce_scatter(float (&v)[N], int lane) {
     constexpr int off = HALF / 2;
     const bool upper = (lane & off) != 0;
 #pragma unroll
@@ -99,6 +107,16 @@ __device__ __forceinline__ void reduce_scatter(float (&v)[64], int lane) {
         v[x] = keep + __shfl_xor_sync(0xffffffffu, send, off);
     }
     if constexpr (HALF > 2) reduce_scatter<HALF / 2>(v, lane);
+}
+
+// v[0], v[1] after reduce_scatter<N / 2> over N < 64 entries: the sums over the whole
+// warp, added in a fixed butterfly (every lane of a group ends with the same bits).
+template <int N>
+__device__ __forceinline__ void complete_sums(float (&v)[N]) {
+#pragma unroll
+    for (int off = N / 2; off < 32; off *= 2)
+#pragma unroll
+        for (int x = 0; x < 2; ++x) v[x] += __shfl_xor_sync(0xffffffffu, v[x], off);
 }
 
 // IT = 16: two blocks per SM (128 registers), so that one block's loads of X stay in
@@ -327,6 +345,88 @@ __global__ void __launch_bounds__(kThreads, 4) skinny_gemv_kernel(SkinnyOperands
     if (lane == 0) store_out(o, 0, j, sum);
 }
 
+// The GEMV kernel widened to a few rows of Y (2 <= S <= kGemvRows: a small batch through
+// a Linear layer), X rows along k and 16-byte aligned, Y rows contiguous and 16-byte
+// aligned (make_y_contiguous copies any other Y first). Block (it, jb, split): rows i0 =
+// IT it + [0, IT) of Y, and warp w owns rows j0 = GR_RJ (8 jb + w) + [0, GR_RJ) of X; the
+// blocks of one jb are adjacent, so they read the same rows of X at about the same time
+// (from DRAM once, then from L2). Per step of 512 k, lane l handles k = k0 + 128 u + 4 l +
+// [0, 4) for u < 4: GR_RJ float4s of X (streamed) and IT of Y (through L1, which every
+// warp of the SM reads) for 4 IT GR_RJ FFMAs. Two rows of X per warp halve the L1 traffic
+// of Y per byte of X (at IT = 16, 8 bytes of L1 reads per byte of X from DRAM: within
+// L1's 128 bytes a clock at the DRAM rate). Rows of Y past S read row S - 1 again and are
+// not stored; rows of X past L read row L - 1. No shared memory, no block-wide
+// synchronisation; the lane's sums are reduce-scattered over the warp in a fixed order
+// (deterministic).
+constexpr int GR_RJ = 2, kGemvRows = 32;
+
+template <int IT>
+__global__ void __launch_bounds__(kThreads, 2) skinny_gemv_rows_kernel(SkinnyOperands o) {
+    constexpr int N = IT * GR_RJ;  // sums per lane: acc[i * GR_RJ + r]
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t itiles = (o.S + IT - 1) / IT;
+    const int64_t i0 = int64_t(blockIdx.x % itiles) * IT;
+    const int64_t j0 = (int64_t(blockIdx.x / itiles) * kWarps + warp) * GR_RJ;
+    if (j0 >= o.L) return;  // whole warps only; nothing below synchronises the block
+    const int64_t k_begin = int64_t(split_k_begin(blockIdx.y, o.splits, o.chunks)) * GV_STEP;
+    const int64_t k_end = min(o.K, int64_t(split_k_begin(blockIdx.y + 1, o.splits, o.chunks)) * GV_STEP);
+    const float* xrow[GR_RJ];
+#pragma unroll
+    for (int r = 0; r < GR_RJ; ++r) xrow[r] = o.X + min(j0 + r, o.L - 1) * o.xs_j;
+    // Y's rows as 32-bit offsets from Y (launch_skinny sends only an S x ys_i below 2^31
+    // here): 16 pointers did not fit beside the sums at two blocks per SM.
+    uint32_t yoff[IT];
+#pragma unroll
+    for (int i = 0; i < IT; ++i) yoff[i] = uint32_t(min(i0 + i, o.S - 1) * o.ys_i);
+
+    float acc[N];
+#pragma unroll
+    for (int x = 0; x < N; ++x) acc[x] = 0.0f;
+    // acc[i GR_RJ + r] += Y(i, k + [0, 4)) . X(j0 + r, k + [0, 4)), in k order.
+    auto accumulate = [&](const float4 (&x)[GR_RJ], int64_t k, auto whole) {
+#pragma unroll
+        for (int i = 0; i < IT; ++i) {
+            const float4 y = load_y4<decltype(whole)::value>(o.Y + yoff[i], k, k_end);
+#pragma unroll
+            for (int r = 0; r < GR_RJ; ++r) {
+                float& a = acc[i * GR_RJ + r];
+                a = fmaf(y.x, x[r].x, a);
+                a = fmaf(y.y, x[r].y, a);
+                a = fmaf(y.z, x[r].z, a);
+                a = fmaf(y.w, x[r].w, a);
+            }
+        }
+    };
+    int64_t k0 = k_begin;
+    for (; k0 + GV_STEP <= k_end; k0 += GV_STEP) {  // whole steps: every load inside X and Y
+        float4 x[GV_UNROLL][GR_RJ];
+#pragma unroll
+        for (int u = 0; u < GV_UNROLL; ++u)
+#pragma unroll
+            for (int r = 0; r < GR_RJ; ++r) x[u][r] = load_x4<true, true>(xrow[r], 1, k0 + 128 * u + 4 * lane, k_end);
+#pragma unroll
+        for (int u = 0; u < GV_UNROLL; ++u) accumulate(x[u], k0 + 128 * u + 4 * lane, std::true_type{});
+    }
+    for (; k0 < k_end; k0 += 128) {  // the last partial step, bounds-checked
+        const int64_t k = k0 + 4 * lane;
+        if (k >= k_end) continue;
+        float4 x[GR_RJ];
+#pragma unroll
+        for (int r = 0; r < GR_RJ; ++r) x[r] = load_x4<true, false>(xrow[r], 1, k, k_end);
+        accumulate(x, k, std::false_type{});
+    }
+
+    reduce_scatter<N / 2>(acc, lane);
+    complete_sums(acc);
+    if (lane >= N / 2) return;  // the other lanes hold the same sums
+#pragma unroll
+    for (int f = 0; f < 2; ++f) {
+        const int flat = 2 * lane + f;
+        const int64_t i = i0 + flat / GR_RJ, j = j0 + flat % GR_RJ;
+        if (i < o.S && j < o.L) store_out(o, i, j, acc[f]);
+    }
+}
+
 // The problem in skinny terms: small_is_m, S = M (Y = op(A), X(j, k) = op(B)(k, j));
 // else S = N (Y(i, k) = op(B)(k, i), X = op(A)).
 SkinnyOperands skinny_view(const DeviceOperands& p, bool small_is_m) {
@@ -366,26 +466,51 @@ SplitKSlabs park_splits(SkinnyOperands& o, const Problem& q, Workspace& ws, bool
     return slabs;
 }
 
-// dst[k] = src[k * stride] for k < K.
-__global__ void gather_vector_kernel(const float* src, int64_t stride, int64_t K, float* dst) {
-    const int64_t k = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (k < K) dst[k] = src[k * stride];
+// dst[i * ld + k] = src[i * s_i + k * s_k] for i < S, k < K: a thread per element,
+// consecutive threads along whichever of i and k src is denser in, so the loads coalesce.
+__global__ void gather_rows_kernel(const float* src, int64_t s_i, int64_t s_k, int64_t S, int64_t K, float* dst,
+                                   int64_t ld) {
+    const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (e >= S * K) return;
+    const bool i_inner = s_i < s_k;
+    const int64_t i = i_inner ? e % S : e / K, k = i_inner ? e / S : e % K;
+    dst[i * ld + k] = src[i * s_i + k * s_k];
 }
 
-// One vector: the GEMV kernel, after Y is made contiguous and 16-byte aligned where it is
-// not (into workspace slot 0 or 2, as Y is op(A) or op(B)), with K split over blocks only
-// as far as one wave of resident blocks allows (a decode step over 4096 or more rows of W
-// runs unsplit: one launch, no reduction).
+// Y as the GEMV kernels read it: rows contiguous along k, each starting on 16 bytes.
+// Any other Y is copied so into workspace slot 0 or 2 (as Y is op(A) or op(B)) first.
+void make_y_contiguous(SkinnyOperands& o, cudaStream_t stream, Workspace& ws, bool small_is_m) {
+    if ((aligned16(o.Y) && o.ys_k == 1 && (o.S == 1 || o.ys_i % 4 == 0)) || o.K == 0) return;
+    const int64_t ld = (o.K + 3) / 4 * 4;
+    float* y = static_cast<float*>(ws.get(small_is_m ? 0 : 2, size_t(o.S * ld) * sizeof(float)));
+    gather_rows_kernel<<<unsigned(ceil_div(o.S * o.K, kThreads)), kThreads, 0, stream>>>(o.Y, o.ys_i, o.ys_k, o.S,
+                                                                                          o.K, y, ld);
+    FASTGEMM_CUDA_CHECK_LAUNCH();
+    o.Y = y, o.ys_i = ld, o.ys_k = 1;
+}
+
+// The GEMV kernels (one vector, or 2 to 16 rows of Y against X rows along k), with K
+// split over blocks only as far as one wave of resident blocks allows (a decode step over
+// 4096 or more rows of W runs unsplit: one launch, no reduction).
 void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stream, Workspace& ws, bool small_is_m) {
-    if (!(aligned16(o.Y) && o.ys_k == 1) && q.K > 0) {
-        float* y = static_cast<float*>(ws.get(small_is_m ? 0 : 2, size_t(q.K) * sizeof(float)));
-        gather_vector_kernel<<<unsigned(ceil_div(q.K, kThreads)), kThreads, 0, stream>>>(o.Y, o.ys_k, q.K, y);
-        FASTGEMM_CUDA_CHECK_LAUNCH();
-        o.Y = y, o.ys_k = 1;
-    }
+    make_y_contiguous(o, stream, ws, small_is_m);
     const bool vec = aligned16(o.X) && o.xs_j % 4 == 0;
-    void (*kernel)(SkinnyOperands) = vec ? skinny_gemv_kernel<true> : skinny_gemv_kernel<false>;
-    const int64_t blocks = ceil_div(o.L, kWarps);
+    void (*kernel)(SkinnyOperands) = nullptr;
+    int rows_per_block = kWarps;
+    int64_t itiles = 1;
+    if (o.S == 1) {
+        kernel = vec ? skinny_gemv_kernel<true> : skinny_gemv_kernel<false>;
+    } else {
+        rows_per_block = kWarps * GR_RJ;
+        // The fewest rows of Y per block that hold S, and tiles of 16 beyond that (the
+        // blocks of one range of X run side by side: X comes from DRAM once, then L2).
+        kernel = o.S <= 2   ? skinny_gemv_rows_kernel<2>
+                 : o.S <= 4 ? skinny_gemv_rows_kernel<4>
+                 : o.S <= 8 ? skinny_gemv_rows_kernel<8>
+                            : skinny_gemv_rows_kernel<16>;
+        itiles = o.S <= 8 ? 1 : ceil_div(o.S, 16);
+    }
+    const int64_t blocks = itiles * ceil_div(o.L, rows_per_block);
     o.chunks = int(ceil_div(q.K, GV_STEP));
     const int64_t resident = resident_blocks(kernel, kThreads, 0);
     const int64_t splits =
@@ -406,7 +531,11 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     // X is stored L x K (rows along k) or K x L (rows along j); with K == 1 or L == 1 both
     // strides may be 1, and either kernel reads it right.
     const bool krow = o.xs_k == 1;
-    if (krow && o.S == 1) return launch_gemv(o, q, p.C, stream, ws, small_is_m);
+    // The GEMV kernels: one vector (any X), or up to kGemvRows rows against X rows that
+    // start on 16 bytes (a k-row tile below takes unaligned rows).
+    if (krow && (o.S == 1 || (o.S <= kGemvRows && aligned16(o.X) && o.xs_j % 4 == 0 &&
+                              o.S * std::max(o.ys_i, o.K + 4) < (int64_t(1) << 31))))
+        return launch_gemv(o, q, p.C, stream, ws, small_is_m);
     const int kch = krow ? KC_KCH : JC_KCH;
     // 16-byte loads need every row of X to start on 16 bytes.
     const bool vec = krow ? aligned16(o.X) && o.xs_j % 4 == 0 : aligned16(o.X) && o.xs_k % 4 == 0 && o.xs_j == 1;
