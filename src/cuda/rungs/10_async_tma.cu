@@ -158,6 +158,36 @@ __device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float 
         }
 }
 
+// frag[e][t] = the lane's value number t (of its rows of A or columns of B) at k = 4c +
+// e, from one operand's tile in a stage (StageOperand). k_contiguous (KC): rows of 32
+// floats, the lane's values in rows first_row + SPACING t (first_row % 8 == lane_sw),
+// chunk c of a row at c ^ (row % 8). k_rows: rows of k, LD floats long, the lane's
+// values in the float4s at col + GROUP h.
+constexpr int kKcRow = 32;  // floats in a k-contiguous row: BK, one 128-byte swizzle line
+
+template <bool KC, int LD, int SPACING, int GROUP, int T>
+__device__ __forceinline__ void load_k_group(float (&frag)[4][T], const float* tile, const float* first_row,
+                                             int lane_sw, int col, int c) {
+    if constexpr (KC) {
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const int chunk = c ^ lane_sw ^ ((SPACING * t) & 7);
+            const float4 v = *reinterpret_cast<const float4*>(first_row + SPACING * t * kKcRow + 4 * chunk);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) frag[e][t] = component(v, e);
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+            for (int h = 0; h < T / 4; ++h) {
+                const float4 v = *reinterpret_cast<const float4*>(tile + (4 * c + e) * LD + col + GROUP * h);
+#pragma unroll
+                for (int x = 0; x < 4; ++x) frag[e][4 * h + x] = component(v, x);
+            }
+    }
+}
+
 // One block per unit of block_unit (graded_tail.cuh): a whole tile of the grouped
 // rasterisation, or one k-segment of one of the last tiles. A_STAGE and B_STAGE say
 // how each operand's k-tile sits in a stage (StageOperand); map_at is then the map of
@@ -171,7 +201,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
     constexpr int TM = Cfg::TM, TN = Cfg::TN;
     constexpr bool A_KC = A_STAGE == StageOperand::k_contiguous, B_KC = B_STAGE == StageOperand::k_contiguous;
     static_assert(!(A_KC || B_KC) || Cfg::READS_K_CONTIGUOUS, "a variant that reads k-contiguous tiles");
-    static_assert(BK == 32, "a k-contiguous row is one 128-byte swizzle line");
+    static_assert(BK == kKcRow, "a k-contiguous row is one 128-byte swizzle line");
     extern __shared__ uint8_t smem_raw[];
     __shared__ int last_segment;  // this block completes its split tile
     uint8_t* smem = align_smem_1024(smem_raw);
@@ -280,41 +310,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::MIN_BLOCKS)
 #pragma unroll
             for (int c = 0; c < BK / 4; ++c) {
                 float a[4][TM], b[4][TN];
-                if constexpr (A_KC) {
-#pragma unroll
-                    for (int i = 0; i < TM; ++i) {
-                        const float4 v = *reinterpret_cast<const float4*>(a_row + 8 * i * BK + 4 * (c ^ lm));
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) a[e][i] = component(v, e);
-                    }
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-#pragma unroll
-                        for (int h = 0; h < TM / 4; ++h) {
-                            const float4 v = *reinterpret_cast<const float4*>(As + (4 * c + e) * BM + a_col + 32 * h);
-#pragma unroll
-                            for (int x = 0; x < 4; ++x) a[e][4 * h + x] = component(v, x);
-                        }
-                }
-                if constexpr (B_KC) {
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) {
-                        const float4 v =
-                            *reinterpret_cast<const float4*>(b_row + 4 * j * BK + 4 * (c ^ ln ^ (4 * (j % 2))));
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) b[e][j] = component(v, e);
-                    }
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-#pragma unroll
-                        for (int q = 0; q < TN / 4; ++q) {
-                            const float4 v = *reinterpret_cast<const float4*>(Bs + (4 * c + e) * BN + b_col + 16 * q);
-#pragma unroll
-                            for (int x = 0; x < 4; ++x) b[e][4 * q + x] = component(v, x);
-                        }
-                }
+                load_k_group<A_KC, BM, 8, 32>(a, As, a_row, lm, a_col, c);
+                load_k_group<B_KC, BN, 4, 16>(b, Bs, b_row, ln, b_col, c);
 #pragma unroll
                 for (int e = 0; e < 4; ++e) outer_product(acc, a[e], b[e]);
             }

@@ -83,6 +83,14 @@ __device__ __forceinline__ void stage_y(const SkinnyOperands& o, float* Ys, int6
     }
 }
 
+// a += y . x, one FMA per component in k order.
+__device__ __forceinline__ void dot4_into(float& a, const float4& y, const float4& x) {
+    a = fmaf(y.x, x.x, a);
+    a = fmaf(y.y, x.y, a);
+    a = fmaf(y.z, x.z, a);
+    a = fmaf(y.w, x.w, a);
+}
+
 // The k-row kernel, IT values of i and RJ = 64 / IT rows of X per warp. Block (it, jb,
 // split): i in [IT it, IT it + IT), warp w owns rows j0 = 8 RJ jb + RJ w + [0, RJ). Per
 // chunk of 512 k, lane l handles k = k0 + 128 s + 4 l + [0, 4) for s < 4: RJ float4s of
@@ -165,13 +173,7 @@ __global__ void __launch_bounds__(kThreads, IT == kLargeTile ? 2 : 1) skinny_kro
             for (int i = 0; i < IT; ++i) {
                 const float4 y = *reinterpret_cast<const float4*>(Ys + i * KC_KCH + kk);
 #pragma unroll
-                for (int r = 0; r < KC_RJ; ++r) {
-                    float& a = acc[i * KC_RJ + r];
-                    a = fmaf(y.x, x[r].x, a);
-                    a = fmaf(y.y, x[r].y, a);
-                    a = fmaf(y.z, x[r].z, a);
-                    a = fmaf(y.w, x[r].w, a);
-                }
+                for (int r = 0; r < KC_RJ; ++r) dot4_into(acc[i * KC_RJ + r], y, x[r]);
             }
         }
     }
@@ -388,13 +390,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemv_rows_kernel(SkinnyOpe
         for (int i = 0; i < IT; ++i) {
             const float4 y = load_y4<decltype(whole)::value>(o.Y + yoff[i], k, k_end);
 #pragma unroll
-            for (int r = 0; r < GR_RJ; ++r) {
-                float& a = acc[i * GR_RJ + r];
-                a = fmaf(y.x, x[r].x, a);
-                a = fmaf(y.y, x[r].y, a);
-                a = fmaf(y.z, x[r].z, a);
-                a = fmaf(y.w, x[r].w, a);
-            }
+            for (int r = 0; r < GR_RJ; ++r) dot4_into(acc[i * GR_RJ + r], y, x[r]);
         }
     };
     int64_t k0 = k_begin;
