@@ -313,6 +313,22 @@ def _sgemm_kwargs(fastgemm) -> dict:
     return {"precision": "fp32"} if "precision" in inspect.signature(fastgemm.sgemm).parameters else {}
 
 
+def _tunings(fastgemm) -> list:
+    return fastgemm.autotune.records() if hasattr(fastgemm.autotune, "records") else []
+
+
+def _new_tunings(fastgemm, before: list) -> list:
+    """The tunings since the log read `before`, with each candidate's best time (ms) in
+    the tournament, so that a slow pick can be told from a slow candidate. The log keeps
+    the last 64: the new records are those after its longest overlap with `before`."""
+    after = _tunings(fastgemm)
+    keep = len(after)
+    while keep and after[:keep] != before[len(before) - keep:]:
+        keep -= 1
+    return [dict(shape_class=r["shape_class"], winner=r["winner"],
+                 ms={k: round(v * 1e3, 4) for k, v in r["seconds"].items()}) for r in after[keep:]]
+
+
 def torch_times(fastgemm, _fastgemm, torch, shape: Shape, time_call) -> dict:
     """fastgemm.sgemm(kernel="auto") on torch tensors against torch.matmul (TF32 off)."""
     g = torch.Generator(device="cuda").manual_seed(shape.M * 7 + shape.N * 3 + shape.K)
@@ -321,6 +337,7 @@ def torch_times(fastgemm, _fastgemm, torch, shape: Shape, time_call) -> dict:
     opA, opB = (A.t() if shape.trans_a else A), (B.t() if shape.trans_b else B)
     C, Ct = torch.empty((shape.M, shape.N), device="cuda"), torch.empty((shape.M, shape.N), device="cuda")
     kw = _sgemm_kwargs(fastgemm)
+    tunings_before = _tunings(fastgemm)
     t0 = time.perf_counter()
     fastgemm.sgemm(A, B, C, trans_a=shape.trans_a, trans_b=shape.trans_b, **kw)  # the first call tunes
     torch.cuda.synchronize()
@@ -333,7 +350,8 @@ def torch_times(fastgemm, _fastgemm, torch, shape: Shape, time_call) -> dict:
     ref = opA.double() @ opB.double()
     norm = ref.norm().item() or 1.0
     err = lambda X: ((X.double() - ref).norm() / norm).item()  # noqa: E731
-    out = dict(auto_torch=entry(shape, fast_ms, err(C), picked, first_call_ms=first_ms),
+    out = dict(auto_torch=entry(shape, fast_ms, err(C), picked, first_call_ms=first_ms,
+                                tunings=_new_tunings(fastgemm, tunings_before)),
                torch=entry(shape, torch_ms, err(Ct), "torch.matmul"))
     del A, B, C, Ct, ref
     return out
@@ -348,6 +366,7 @@ def numpy_times(fastgemm, _fastgemm, torch, np, shape: Shape) -> dict:
     C, Cn = np.empty((shape.M, shape.N), np.float32), np.empty((shape.M, shape.N), np.float32)
     kw = _sgemm_kwargs(fastgemm)
     refused_before = set(fastgemm.autotune.rejections())
+    tunings_before = _tunings(fastgemm)
 
     def torch_copy():
         a, b = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
@@ -365,7 +384,8 @@ def numpy_times(fastgemm, _fastgemm, torch, np, shape: Shape) -> dict:
     key = _fastgemm.shape_class("auto", shape.M, shape.N, shape.K, shape.trans_a, shape.trans_b)
     picked = fastgemm.autotune.table().get(key, "auto")
     refused = [r for r in fastgemm.autotune.rejections() if r not in refused_before]
-    return dict(numpy_fastgemm=entry(shape, fast_ms, err(C), picked, refused=refused),
+    return dict(numpy_fastgemm=entry(shape, fast_ms, err(C), picked, refused=refused,
+                                      tunings=_new_tunings(fastgemm, tunings_before)),
                 numpy=entry(shape, numpy_ms, err(Cn), "numpy"),
                 torch_copy=entry(shape, copy_ms, err(torch_copy().numpy()), "torch copy+matmul+copy"))
 

@@ -99,6 +99,27 @@ def test_valid_entries_are_kept_and_used(tmp_path):
         assert out.stdout.split()[-1] == "openblas" and "ignored 1 invalid entry" in out.stderr, out.stderr
 
 
+def test_each_tuning_is_recorded_with_its_candidates_times(tmp_path):
+    code = """
+        import json, numpy as np, fastgemm
+        A = np.ones((64, 64), np.float32)
+        fastgemm.sgemm(A, A, backend="cpu")
+        fastgemm.sgemm(A, A, backend="cpu")  # recalled: no second tuning
+        print(json.dumps(dict(records=fastgemm.autotune.records(), table=fastgemm.autotune.table())))
+    """
+    out = run(tmp_path, code)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    records = [r for r in got["records"] if r["shape_class"] == "cpu|fp32|nn|beta0|64x64x64"]
+    assert len(records) == 1, got["records"]
+    r = records[0]
+    assert r["winner"] == "cpu/" + got["table"]["cpu|fp32|nn|beta0|64x64x64"]
+    assert r["winner"] in r["seconds"] and len(r["seconds"]) >= 2
+    assert all(s > 0 for s in r["seconds"].values())
+    # The winner is the fastest, or within the tournament's 3% margin of it as an incumbent.
+    assert r["seconds"][r["winner"]] <= min(r["seconds"].values()) * 1.03 + 1e-12
+
+
 def test_table_is_saved_at_exit_and_reloaded(tmp_path):
     out = run(tmp_path, PROBE)
     assert out.returncode == 0 and out.stderr == "", out.stderr

@@ -117,4 +117,13 @@ def rejections() -> list:
     return list(_fastgemm.tuning_rejections())
 
 
+def records() -> list:
+    """The tunings of this process, most recent last (at most 64): for each, the shape
+    class, the kernel chosen ("backend/name") and every candidate's best time in seconds
+    as the tournament measured it. A refused candidate is missing (see rejections()); the
+    winner is not always the fastest, since the first candidate and the vendor baselines
+    keep a class unless another beats them by more than 3%."""
+    return [dict(r) for r in _fastgemm.tuning_records()]
+
+
 atexit.register(save)

@@ -342,6 +342,16 @@ PYBIND11_MODULE(_fastgemm, m) {
           "Adds validated entries to the tuning table; returns how many were discarded.");
     m.def("clear_tuning_table", &clear_tuning_table);
     m.def("tuning_rejections", &tuning_rejections);
+    m.def("tuning_records", [] {
+        py::list out;
+        for (const TuningRecord& r : tuning_records()) {
+            py::dict seconds;
+            for (const auto& [name, s] : r.seconds) seconds[py::str(name)] = s;
+            out.append(py::dict(py::arg("shape_class") = r.shape_class, py::arg("winner") = r.winner,
+                                py::arg("seconds") = seconds));
+        }
+        return out;
+    }, "The tunings of this process, most recent last: shape class, winner, each candidate's best time.");
     m.def("autotune_enabled", &autotune_enabled);
     m.def("shape_class",
           [](const std::string& backend, int64_t M, int64_t N, int64_t K, bool ta, bool tb, float beta,

@@ -138,6 +138,7 @@ struct Table {
     std::mutex tuning;                                   // one tuning at a time
     std::mutex log_mutex;
     std::deque<std::string> rejections;
+    std::deque<TuningRecord> records;
 };
 
 Table& table() {
@@ -172,6 +173,16 @@ void reject(const Kernel& k, const std::string& why) {
     std::lock_guard<std::mutex> lock(t.log_mutex);
     t.rejections.push_back(k.info().backend + "/" + k.info().name + ": " + why);
     if (t.rejections.size() > 64) t.rejections.pop_front();
+}
+
+// Each surviving candidate's best time, as "backend/name" and seconds.
+using Timings = std::vector<std::pair<std::string, double>>;
+
+void record(const ClassKey& key, const Kernel& winner, Timings seconds) {
+    Table& t = table();
+    std::lock_guard<std::mutex> lock(t.log_mutex);
+    t.records.push_back({key.text(), winner.info().backend + "/" + winner.info().name, std::move(seconds)});
+    if (t.records.size() > 64) t.records.pop_front();
 }
 
 // --- candidates ----------------------------------------------------------------------
@@ -299,10 +310,10 @@ constexpr double kEntryCost = 5e-6;
 
 // Times each candidate running `call(k)` (which returns seconds, or throws) in
 // interleaved rounds, checks it with `check(k)` after its first run, and returns the
-// fastest that passed. When the first candidate's run is long, only the vendor
-// baselines run against it.
+// fastest that passed; `seconds` gets each passing candidate's best time. When the
+// first candidate's run is long, only the vendor baselines run against it.
 template <class Call, class Check>
-const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& check) {
+const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& check, Timings& seconds) {
     std::vector<double> best(cands.size(), std::numeric_limits<double>::infinity());
     std::vector<bool> ok(cands.size(), true);
     std::string errors;
@@ -346,8 +357,10 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
     // tensor-core tile at 77% time within a few percent of each other).
     const Kernel* win = nullptr;
     double win_time = 0.0;
+    seconds.clear();
     for (size_t i = 0; i < cands.size(); ++i) {
         if (!ok[i] || !(best[i] < std::numeric_limits<double>::infinity())) continue;
+        seconds.emplace_back(cands[i]->info().backend + "/" + cands[i]->info().name, best[i]);
         const bool incumbent = i == 0 || cands[i]->info().baseline;
         const double t = incumbent ? best[i] / (1.0 + kMargin) : best[i];
         if (!win || t < win_time) win = cands[i], win_time = t;
@@ -358,7 +371,7 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
 
 // Tunes on the caller's operands; C ends up holding the winner's result.
 const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& p, const float* A,
-                               const float* B, float* C) {
+                               const float* B, float* C, Timings& seconds) {
     const Samples samples(p, A, B, C);
     std::vector<float> saved;  // beta != 0: every run starts from the caller's C
     if (p.beta != 0.0f) {
@@ -402,18 +415,19 @@ const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& 
         return t;
     };
     auto check = [&](const Kernel& k) { return samples.passes(p, C, k.info().precision); };
-    const Kernel& winner = tournament(cands, call, check);
+    const Kernel& winner = tournament(cands, call, check, seconds);
     if (last != &winner) call(winner);  // C holds the winner's result, as later calls will
     return winner;
 }
 
 // Tunes on a Bench of random operands with the problem's dimensions.
-const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p, bool one_backend) {
+const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p, bool one_backend,
+                             Timings& seconds) {
     Problem dense = Problem::dense(p.M, p.N, p.K, p.trans_a, p.trans_b, p.alpha, p.beta);
     Bench bench(dense, 0x7a11);
     if (!one_backend) {
         std::vector<float> C = bench.C_initial();
-        return tune_on_operands(cands, dense, bench.A().data(), bench.B().data(), C.data());
+        return tune_on_operands(cands, dense, bench.A().data(), bench.B().data(), C.data(), seconds);
     }
     BenchOptions opts;
     opts.warmup = 1;
@@ -440,7 +454,7 @@ const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p,
         const RepeatTiming loop = launch->run_repeated(calls);
         return loop.queue_s > 0.0 ? std::max(loop.call_s, loop.queue_s + kEntryCost) : loop.call_s;  // 0: on the host
     };
-    return tournament(cands, call, [&](const Kernel&) { return passed; });
+    return tournament(cands, call, [&](const Kernel&) { return passed; }, seconds);
 }
 
 bool quick_return(const Problem& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.alpha == 0.0f; }
@@ -480,8 +494,10 @@ const Kernel& run_selected(const std::string& backend_name, const Problem& p, Ac
         k->run_once(p, A, B, C);
         return *k;
     }
-    const Kernel& winner = tune_on_operands(c.kernels, p, A, B, C);
+    Timings seconds;
+    const Kernel& winner = tune_on_operands(c.kernels, p, A, B, C, seconds);
     remember(key, winner);
+    record(key, winner, std::move(seconds));
     return winner;
 }
 
@@ -494,8 +510,10 @@ const Kernel& select_kernel(const std::string& backend_name, const Problem& p, A
     p.validate();
     std::lock_guard<std::mutex> tuning(table().tuning);
     if (const Kernel* k = recall(key, p)) return *k;
-    const Kernel& winner = tune_synthetic(c.kernels, p, backend != "auto");
+    Timings seconds;
+    const Kernel& winner = tune_synthetic(c.kernels, p, backend != "auto", seconds);
     remember(key, winner);
+    record(key, winner, std::move(seconds));
     return winner;
 }
 
@@ -550,6 +568,12 @@ std::vector<std::string> tuning_rejections() {
     Table& t = table();
     std::lock_guard<std::mutex> lock(t.log_mutex);
     return {t.rejections.begin(), t.rejections.end()};
+}
+
+std::vector<TuningRecord> tuning_records() {
+    Table& t = table();
+    std::lock_guard<std::mutex> lock(t.log_mutex);
+    return {t.records.begin(), t.records.end()};
 }
 
 }  // namespace fastgemm

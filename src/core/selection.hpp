@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernel.hpp"
@@ -92,5 +93,17 @@ uint64_t tuning_generation();
 // Why candidates were refused during tuning in this process ("cpu/direct: ..."), most
 // recent last; at most 64 kept.
 std::vector<std::string> tuning_rejections();
+
+// One tuning in this process: the shape class it chose for, the kernel it chose and
+// each candidate's best time in seconds as the tournament measured it ("backend/name";
+// refused candidates are left out, tuning_rejections says why). The winner is not
+// always the fastest: the first candidate and the vendor baselines keep a class unless
+// beaten by more than the tournament's margin.
+struct TuningRecord {
+    std::string shape_class, winner;
+    std::vector<std::pair<std::string, double>> seconds;
+};
+// Most recent last; at most 64 kept.
+std::vector<TuningRecord> tuning_records();
 
 }  // namespace fastgemm

@@ -144,6 +144,19 @@ void wrong_or_throwing_candidates_never_win() {
         thrown |= r.find("cpu/impostor_throw: device lost") != std::string::npos;
     }
     CHECK(noop && thrown, "both impostors are on the rejection log");
+    // Each tuning is on the record: the winner among the timed, the refused left out.
+    const std::vector<TuningRecord> records = tuning_records();
+    CHECK(!records.empty(), "the tunings are recorded");
+    for (const TuningRecord& r : records) {
+        bool winner_timed = false;
+        for (const auto& [name, seconds] : r.seconds) {
+            winner_timed |= name == r.winner;
+            CHECK(name.find("impostor_noop") == std::string::npos && name.find("impostor_throw") == std::string::npos,
+                  "a refused candidate's time is on the record: " << name);
+            CHECK(seconds > 0.0, "a candidate's time is positive: " << name << " " << seconds);
+        }
+        CHECK(winner_timed, "the winner of " << r.shape_class << " is among the timed candidates");
+    }
 }
 
 void loaded_entries_are_validated() {
