@@ -485,7 +485,7 @@ void make_y_contiguous(SkinnyOperands& o, cudaStream_t stream, Workspace& ws, bo
     o.Y = y, o.ys_i = ld, o.ys_k = 1;
 }
 
-// The GEMV kernels (one vector, or 2 to 16 rows of Y against X rows along k), with K
+// The GEMV kernels (one vector, or 2 to 32 rows of Y against X rows along k), with K
 // split over blocks only as far as one wave of resident blocks allows (a decode step over
 // 4096 or more rows of W runs unsplit: one launch, no reduction).
 void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stream, Workspace& ws, bool small_is_m) {
@@ -528,7 +528,8 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     // strides may be 1, and either kernel reads it right.
     const bool krow = o.xs_k == 1;
     // The GEMV kernels: one vector (any X), or up to kGemvRows rows against X rows that
-    // start on 16 bytes (a k-row tile below takes unaligned rows).
+    // start on 16 bytes, Y within the rows kernel's 32-bit offsets (a k-row tile below
+    // takes the rest).
     if (krow && (o.S == 1 || (o.S <= kGemvRows && aligned16(o.X) && o.xs_j % 4 == 0 &&
                               o.S * std::max(o.ys_i, o.K + 4) < (int64_t(1) << 31))))
         return launch_gemv(o, q, p.C, stream, ws, small_is_m);
