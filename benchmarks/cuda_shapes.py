@@ -313,15 +313,11 @@ def _sgemm_kwargs(fastgemm) -> dict:
     return {"precision": "fp32"} if "precision" in inspect.signature(fastgemm.sgemm).parameters else {}
 
 
-def _tunings(fastgemm) -> list:
-    return fastgemm.autotune.records() if hasattr(fastgemm.autotune, "records") else []
-
-
 def _new_tunings(fastgemm, before: list) -> list:
     """The tunings since the log read `before`, with each candidate's best time (ms) in
     the tournament, so that a slow pick can be told from a slow candidate. The log keeps
     the last 64: the new records are those after its longest overlap with `before`."""
-    after = _tunings(fastgemm)
+    after = fastgemm.autotune.records()
     keep = len(after)
     while keep and after[:keep] != before[len(before) - keep:]:
         keep -= 1
@@ -337,7 +333,7 @@ def torch_times(fastgemm, _fastgemm, torch, shape: Shape, time_call) -> dict:
     opA, opB = (A.t() if shape.trans_a else A), (B.t() if shape.trans_b else B)
     C, Ct = torch.empty((shape.M, shape.N), device="cuda"), torch.empty((shape.M, shape.N), device="cuda")
     kw = _sgemm_kwargs(fastgemm)
-    tunings_before = _tunings(fastgemm)
+    tunings_before = fastgemm.autotune.records()
     t0 = time.perf_counter()
     fastgemm.sgemm(A, B, C, trans_a=shape.trans_a, trans_b=shape.trans_b, **kw)  # the first call tunes
     torch.cuda.synchronize()
@@ -366,7 +362,7 @@ def numpy_times(fastgemm, _fastgemm, torch, np, shape: Shape) -> dict:
     C, Cn = np.empty((shape.M, shape.N), np.float32), np.empty((shape.M, shape.N), np.float32)
     kw = _sgemm_kwargs(fastgemm)
     refused_before = set(fastgemm.autotune.rejections())
-    tunings_before = _tunings(fastgemm)
+    tunings_before = fastgemm.autotune.records()
 
     def torch_copy():
         a, b = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()

@@ -487,10 +487,11 @@ void make_y_contiguous(SkinnyOperands& o, cudaStream_t stream, Workspace& ws, bo
 
 // The GEMV kernels (one vector, or 2 to 32 rows of Y against X rows along k), with K
 // split over blocks only as far as one wave of resident blocks allows (a decode step over
-// 4096 or more rows of W runs unsplit: one launch, no reduction).
-void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stream, Workspace& ws, bool small_is_m) {
+// 4096 or more rows of W runs unsplit: one launch, no reduction). `vec`: X's rows start
+// on 16 bytes (always so for S > 1).
+void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stream, Workspace& ws, bool small_is_m,
+                 bool vec) {
     make_y_contiguous(o, stream, ws, small_is_m);
-    const bool vec = aligned16(o.X) && o.xs_j % 4 == 0;
     void (*kernel)(SkinnyOperands) = nullptr;
     int rows_per_block = kWarps;
     int64_t itiles = 1;
@@ -527,15 +528,14 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     // X is stored L x K (rows along k) or K x L (rows along j); with K == 1 or L == 1 both
     // strides may be 1, and either kernel reads it right.
     const bool krow = o.xs_k == 1;
+    // 16-byte loads need every row of X to start on 16 bytes.
+    const bool vec = krow ? aligned16(o.X) && o.xs_j % 4 == 0 : aligned16(o.X) && o.xs_k % 4 == 0 && o.xs_j == 1;
     // The GEMV kernels: one vector (any X), or up to kGemvRows rows against X rows that
     // start on 16 bytes, Y within the rows kernel's 32-bit offsets (a k-row tile below
     // takes the rest).
-    if (krow && (o.S == 1 || (o.S <= kGemvRows && aligned16(o.X) && o.xs_j % 4 == 0 &&
-                              o.S * std::max(o.ys_i, o.K + 4) < (int64_t(1) << 31))))
-        return launch_gemv(o, q, p.C, stream, ws, small_is_m);
+    if (krow && (o.S == 1 || (o.S <= kGemvRows && vec && o.S * std::max(o.ys_i, o.K + 4) < (int64_t(1) << 31))))
+        return launch_gemv(o, q, p.C, stream, ws, small_is_m, vec);
     const int kch = krow ? KC_KCH : JC_KCH;
-    // 16-byte loads need every row of X to start on 16 bytes.
-    const bool vec = krow ? aligned16(o.X) && o.xs_j % 4 == 0 : aligned16(o.X) && o.xs_k % 4 == 0 && o.xs_j == 1;
     // The small tile of the k-row kernel is built for 16-byte loads only (its scalar form
     // would spill), and so are both kernels' mid tiles.
     const int it = o.S <= kSmallTile && (vec || !krow) ? kSmallTile : o.S <= kMidTile && vec ? kMidTile : kLargeTile;
