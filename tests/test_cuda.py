@@ -168,7 +168,7 @@ def test_kernel_matches_float64(rng, name):
 
 
 SPLIT_K = ["async_tma_128x256_splitk", "async_tma_64x256_splitk", "async_tma_256x64_splitk", "tf32_wgmma_256x128_splitk",
-           "fp32x3_wgmma_128x128_splitk"]
+           "tf32_wgmma_128x128_splitk", "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
              "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256",
              "small_tile_32x32", "small_tile_64x64"] + SPLIT_K

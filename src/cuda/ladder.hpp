@@ -48,6 +48,7 @@ void launch_async_tma_256x64_splitk(const DeviceOperands&, cudaStream_t, Workspa
 void launch_tf32_mma_sync_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/11_tf32_mma_sync.cu
 void launch_tf32_wgmma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/12_tf32_wgmma.cu
 void launch_tf32_wgmma_256x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_tf32_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_tf32_wgmma_64x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_fp32x3_wgmma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/13_fp32x3_wgmma.cu
 void launch_fp32x3_wgmma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);

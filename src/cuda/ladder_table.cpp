@@ -150,6 +150,11 @@ std::vector<LadderEntry> build() {
                                         "tf32_wgmma_256x128 with every tile's k range in splits where the tiles "
                                         "cannot fill the GPU, summed in split order by a second kernel; any shape",
                                         {{"BM", 256}, {"BN", 128}, {"BK", 32}, {"stages", 4}}))));
+    add(auto_candidate(hopper_only(rung("tf32_wgmma_128x128_splitk", 12, tf32, launch_tf32_wgmma_128x128_splitk,
+                                        "12_tf32_wgmma.cu",
+                                        "128-row tiles (wgmma m64n128k8 per consumer), k split where the tiles "
+                                        "cannot fill the GPU, summed in split order; any shape",
+                                        {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 6}}))));
     add(auto_candidate(with_constraints(
         hopper_only(rung("tf32_wgmma_64x128_splitk", 12, tf32, launch_tf32_wgmma_64x128_splitk, "12_tf32_wgmma.cu",
                          "64-row tiles (wgmma m64n64k8) for problems of at most 128 rows (or columns: computed as "

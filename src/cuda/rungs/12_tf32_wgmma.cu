@@ -10,6 +10,9 @@
 // wgmma_persistent.cuh). Per-tile design: wgmma_gemm.cuh; schedule and epilogue:
 // wgmma_persistent.cuh.
 // Variant _splitk: the same kernel on every tile's k range in splits (split_k.cuh).
+// Variant 128x128_splitk: 128-row tiles (m64n128k8 per consumer) with split-K, for few
+// tiles and a long K: twice the tiles of a 256-row tile on the same C, so half the splits
+// fill the GPU, each twice as long, and half the partial tiles to write and add.
 // Variant 64x128: 64-row tiles (m64n64k8 per consumer) for problems of up to 128 rows
 // (a small batch through x @ W^T), where a 256-row tile would compute three quarters
 // zeros or more. A problem with more rows but at most 128 columns runs transposed,
@@ -31,6 +34,14 @@ void launch_tf32_wgmma_256x128(const DeviceOperands& p, cudaStream_t stream, Wor
 // that writing and adding its partial tile costs the whole GPU per SM (plan_split_k).
 void launch_tf32_wgmma_256x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
     launch_wgmma_split_k<Tf32Wgmma256x128>(p, stream, ws, "tf32_wgmma_256x128_splitk", 12.0);
+}
+
+using Tf32Wgmma128x128 = WgmmaPersistentConfig<128, WgmmaMath::tf32>;
+
+// A 128 x 128 x 32 k-tile costs half a 256-row one; its partial tile too, so the ratio
+// of the two stays where the 256-row tile's is.
+void launch_tf32_wgmma_128x128_splitk(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    launch_wgmma_split_k<Tf32Wgmma128x128>(p, stream, ws, "tf32_wgmma_128x128_splitk", 12.0);
 }
 
 using Tf32Wgmma64x128 = WgmmaPersistentConfig<64, WgmmaMath::tf32>;
