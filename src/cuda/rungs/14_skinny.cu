@@ -350,31 +350,41 @@ __global__ void __launch_bounds__(kThreads, 4) skinny_gemv_kernel(SkinnyOperands
 // The GEMV kernel widened to a few rows of Y (2 <= S <= kGemvRows: a small batch through
 // a Linear layer), X rows along k and 16-byte aligned, Y rows contiguous and 16-byte
 // aligned (make_y_contiguous copies any other Y first). Block (it, jb, split): rows i0 =
-// IT it + [0, IT) of Y, and warp w owns rows j0 = GR_RJ (8 jb + w) + [0, GR_RJ) of X; the
+// IT it + [0, IT) of Y, and warp w owns rows j0 = RJ (8 jb + w) + [0, RJ) of X; the
 // blocks of one jb are adjacent, so they read the same rows of X at about the same time
-// (from DRAM once, then from L2). Per step of 512 k, lane l handles k = k0 + 128 u + 4 l +
-// [0, 4) for u < 4: GR_RJ float4s of X (streamed) and IT of Y (through L1, which every
-// warp of the SM reads) for 4 IT GR_RJ FFMAs. Two rows of X per warp halve the L1 traffic
-// of Y per byte of X (at IT = 16, 8 bytes of L1 reads per byte of X from DRAM: within
-// L1's 128 bytes a clock at the DRAM rate). Rows of Y past S read row S - 1 again and are
-// not stored; rows of X past L read row L - 1. No shared memory, no block-wide
-// synchronisation; the lane's sums are reduce-scattered over the warp in a fixed order
-// (deterministic).
-constexpr int GR_RJ = 2, kGemvRows = 32;
+// (from DRAM once, then from L2). Per whole step, lane l handles k = k0 + 128 u + 4 l +
+// [0, 4) for u < UNROLL: RJ float4s of X (streamed) and IT of Y (through L1, which every
+// warp of the SM reads) for 4 IT RJ FFMAs. Each float4 of Y serves RJ rows of X, so L1
+// reads 16 IT / RJ bytes of Y per 16 bytes of X from DRAM: at IT = 16 and RJ = 2 that
+// is L1's whole 128 bytes a clock at the DRAM rate, hence RJ = 4 from 5 rows of Y on.
+// Rows of Y past S read row S - 1 again and are not stored; rows of X past L read row
+// L - 1. No shared memory, no block-wide synchronisation; the lane's sums are
+// reduce-scattered over the warp in a fixed order (deterministic).
+constexpr int kGemvRows = 32;
 
-template <int IT>
-__global__ void __launch_bounds__(kThreads, 2) skinny_gemv_rows_kernel(SkinnyOperands o) {
-    constexpr int N = IT * GR_RJ;  // sums per lane: acc[i * GR_RJ + r]
+// A GEMV-rows tile: IT rows of Y per block, RJ rows of X per warp, UNROLL float4s of each
+// row of X per lane in flight, MIN_BLOCKS blocks per SM budgeted for.
+template <int IT_, int RJ_, int UNROLL_, int MIN_BLOCKS_>
+struct GemvRowsTile {
+    static constexpr int IT = IT_, RJ = RJ_, UNROLL = UNROLL_, MIN_BLOCKS = MIN_BLOCKS_;
+    static constexpr int STEP = 128 * UNROLL;  // k per whole step of a warp
+    static_assert(GV_STEP % STEP == 0, "splits fall on whole GV_STEP chunks");
+};
+
+template <int IT, int RJ, int UNROLL, int MIN_BLOCKS>
+__global__ void __launch_bounds__(kThreads, MIN_BLOCKS) skinny_gemv_rows_kernel(SkinnyOperands o) {
+    using T = GemvRowsTile<IT, RJ, UNROLL, MIN_BLOCKS>;
+    constexpr int N = IT * RJ;  // sums per lane: acc[i * RJ + r]
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t itiles = (o.S + IT - 1) / IT;
     const int64_t i0 = int64_t(blockIdx.x % itiles) * IT;
-    const int64_t j0 = (int64_t(blockIdx.x / itiles) * kWarps + warp) * GR_RJ;
+    const int64_t j0 = (int64_t(blockIdx.x / itiles) * kWarps + warp) * RJ;
     if (j0 >= o.L) return;  // whole warps only; nothing below synchronises the block
     const int64_t k_begin = int64_t(split_k_begin(blockIdx.y, o.splits, o.chunks)) * GV_STEP;
     const int64_t k_end = min(o.K, int64_t(split_k_begin(blockIdx.y + 1, o.splits, o.chunks)) * GV_STEP);
-    const float* xrow[GR_RJ];
+    const float* xrow[RJ];
 #pragma unroll
-    for (int r = 0; r < GR_RJ; ++r) xrow[r] = o.X + min(j0 + r, o.L - 1) * o.xs_j;
+    for (int r = 0; r < RJ; ++r) xrow[r] = o.X + min(j0 + r, o.L - 1) * o.xs_j;
     // Y's rows as 32-bit offsets from Y (launch_skinny sends only an S x ys_i below 2^31
     // here): 16 pointers did not fit beside the sums at two blocks per SM.
     uint32_t yoff[IT];
@@ -384,31 +394,31 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemv_rows_kernel(SkinnyOpe
     float acc[N];
 #pragma unroll
     for (int x = 0; x < N; ++x) acc[x] = 0.0f;
-    // acc[i GR_RJ + r] += Y(i, k + [0, 4)) . X(j0 + r, k + [0, 4)), in k order.
-    auto accumulate = [&](const float4 (&x)[GR_RJ], int64_t k, auto whole) {
+    // acc[i RJ + r] += Y(i, k + [0, 4)) . X(j0 + r, k + [0, 4)), in k order.
+    auto accumulate = [&](const float4 (&x)[RJ], int64_t k, auto whole) {
 #pragma unroll
         for (int i = 0; i < IT; ++i) {
             const float4 y = load_y4<decltype(whole)::value>(o.Y + yoff[i], k, k_end);
 #pragma unroll
-            for (int r = 0; r < GR_RJ; ++r) dot4_into(acc[i * GR_RJ + r], y, x[r]);
+            for (int r = 0; r < RJ; ++r) dot4_into(acc[i * RJ + r], y, x[r]);
         }
     };
     int64_t k0 = k_begin;
-    for (; k0 + GV_STEP <= k_end; k0 += GV_STEP) {  // whole steps: every load inside X and Y
-        float4 x[GV_UNROLL][GR_RJ];
+    for (; k0 + T::STEP <= k_end; k0 += T::STEP) {  // whole steps: every load inside X and Y
+        float4 x[UNROLL][RJ];
 #pragma unroll
-        for (int u = 0; u < GV_UNROLL; ++u)
+        for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
-            for (int r = 0; r < GR_RJ; ++r) x[u][r] = load_x4<true, true>(xrow[r], 1, k0 + 128 * u + 4 * lane, k_end);
+            for (int r = 0; r < RJ; ++r) x[u][r] = load_x4<true, true>(xrow[r], 1, k0 + 128 * u + 4 * lane, k_end);
 #pragma unroll
-        for (int u = 0; u < GV_UNROLL; ++u) accumulate(x[u], k0 + 128 * u + 4 * lane, std::true_type{});
+        for (int u = 0; u < UNROLL; ++u) accumulate(x[u], k0 + 128 * u + 4 * lane, std::true_type{});
     }
     for (; k0 < k_end; k0 += 128) {  // the last partial step, bounds-checked
         const int64_t k = k0 + 4 * lane;
         if (k >= k_end) continue;
-        float4 x[GR_RJ];
+        float4 x[RJ];
 #pragma unroll
-        for (int r = 0; r < GR_RJ; ++r) x[r] = load_x4<true, false>(xrow[r], 1, k, k_end);
+        for (int r = 0; r < RJ; ++r) x[r] = load_x4<true, false>(xrow[r], 1, k, k_end);
         accumulate(x, k, std::false_type{});
     }
 
@@ -418,9 +428,20 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemv_rows_kernel(SkinnyOpe
 #pragma unroll
     for (int f = 0; f < 2; ++f) {
         const int flat = 2 * lane + f;
-        const int64_t i = i0 + flat / GR_RJ, j = j0 + flat % GR_RJ;
+        const int64_t i = i0 + flat / RJ, j = j0 + flat % RJ;
         if (i < o.S && j < o.L) store_out(o, i, j, acc[f]);
     }
+}
+
+// A GEMV-rows kernel and the rows of X one of its blocks covers.
+struct GemvRowsLaunch {
+    void (*kernel)(SkinnyOperands);
+    int rows_per_block;
+};
+
+template <class T>
+GemvRowsLaunch gemv_rows_launch() {
+    return {skinny_gemv_rows_kernel<T::IT, T::RJ, T::UNROLL, T::MIN_BLOCKS>, kWarps * T::RJ};
 }
 
 // The problem in skinny terms: small_is_m, S = M (Y = op(A), X(j, k) = op(B)(k, j));
@@ -498,13 +519,19 @@ void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stre
     if (o.S == 1) {
         kernel = vec ? skinny_gemv_kernel<true> : skinny_gemv_kernel<false>;
     } else {
-        rows_per_block = kWarps * GR_RJ;
         // The fewest rows of Y per block that hold S, and tiles of 16 beyond that (the
         // blocks of one range of X run side by side: X comes from DRAM once, then L2).
-        kernel = o.S <= 2   ? skinny_gemv_rows_kernel<2>
-                 : o.S <= 4 ? skinny_gemv_rows_kernel<4>
-                 : o.S <= 8 ? skinny_gemv_rows_kernel<8>
-                            : skinny_gemv_rows_kernel<16>;
+        // Up to 4 rows of Y: two rows of X per warp, two blocks per SM (their loads of X
+        // in flight cover DRAM's latency). 5 to 16: four rows of X per warp, which halves
+        // the L1 traffic of Y per byte of X (L1, not DRAM, bounded the two-row form at
+        // 16 rows), in 255 registers at one block per SM with four float4s of each row of
+        // X in flight (docs/cuda-notes.md#gemv-rows-tiles).
+        const GemvRowsLaunch l = o.S <= 2   ? gemv_rows_launch<GemvRowsTile<2, 2, 4, 2>>()
+                                 : o.S <= 4 ? gemv_rows_launch<GemvRowsTile<4, 2, 4, 2>>()
+                                 : o.S <= 8 ? gemv_rows_launch<GemvRowsTile<8, 4, 4, 1>>()
+                                            : gemv_rows_launch<GemvRowsTile<16, 4, 4, 1>>();
+        kernel = l.kernel;
+        rows_per_block = l.rows_per_block;
         itiles = o.S <= 8 ? 1 : ceil_div(o.S, 16);
     }
     const int64_t blocks = itiles * ceil_div(o.L, rows_per_block);
