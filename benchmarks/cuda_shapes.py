@@ -353,6 +353,9 @@ def torch_times(fastgemm, _fastgemm, torch, shape: Shape, time_call) -> dict:
     return out
 
 
+OPENBLAS_SPIN_S = 0.25  # seconds: OpenBLAS's workers spin 2^28 TSC ticks after a call
+
+
 def numpy_times(fastgemm, _fastgemm, torch, np, shape: Shape) -> dict:
     """fastgemm.sgemm on numpy arrays against numpy and torch's copy + matmul + copy."""
     rng = np.random.default_rng(shape.M + shape.N + shape.K)
@@ -368,8 +371,15 @@ def numpy_times(fastgemm, _fastgemm, torch, np, shape: Shape) -> dict:
         a, b = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
         return ((a.t() if shape.trans_a else a) @ (b.t() if shape.trans_b else b)).cpu()
 
+    # OpenBLAS's workers (numpy's, and the copy fastgemm calls) spin on the cores for about
+    # 0.1 s after each call and slow any other threaded code several times over meanwhile:
+    # each library is timed (and fastgemm tuned) only after the previous one's have gone
+    # to sleep.
+    time.sleep(OPENBLAS_SPIN_S)
     fast_ms = host_time_call(lambda: fastgemm.sgemm(A, B, C, trans_a=shape.trans_a, trans_b=shape.trans_b, **kw))
+    time.sleep(OPENBLAS_SPIN_S)
     numpy_ms = host_time_call(lambda: np.matmul(opA, opB, out=Cn))
+    time.sleep(OPENBLAS_SPIN_S)
     copy_ms = host_time_call(torch_copy)
     rows = np.unique(np.linspace(0, shape.M - 1, min(shape.M, 64)).astype(np.int64))
     ref = opA[rows].astype(np.float64) @ opB.astype(np.float64)

@@ -77,6 +77,11 @@ struct KernelInfo {
     double bench_flops_cap = std::numeric_limits<double>::infinity();
     // Candidate for kernel="auto": the tuner times these and keeps the fastest.
     bool auto_candidate = false;
+    // Seconds that the worker threads of the library this kernel calls keep spinning on
+    // the cores after a call returns (OpenBLAS: about 2^28 cycles), 0 for none. Another
+    // multi-threaded kernel timed in that while runs several times slower (13x for the
+    // packed kernel at 256^3 on 16 cores), so the tuner times such kernels apart.
+    double spins_after_call_s = 0.0;
 
     // First violated constraint, or nothing.
     std::optional<Constraint> violated(const Problem& p) const;

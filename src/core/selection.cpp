@@ -12,6 +12,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "env_flag.hpp"
@@ -19,6 +20,7 @@
 #include "interrupt.hpp"
 #include "registry.hpp"
 #include "runner.hpp"
+#include "threads.hpp"
 
 namespace fastgemm {
 
@@ -300,7 +302,7 @@ constexpr double kLongRun = 0.25;        // a run this long: only the baselines 
 constexpr int kMinRounds = 3;           // interleaved rounds at least (unless a run is long)
 constexpr int kMaxRounds = 5;
 constexpr double kMargin = 0.03;        // the preferred candidate's and the baselines' advantage in a tie
-constexpr double kShortCall = 20e-6;   // seconds: shorter calls are timed in batches
+constexpr double kWarmBlock = 1e-3;    // seconds: shorter calls are timed again in a block this long
 constexpr double kLoopTimed = 200e-6;  // seconds: shorter synthetic runs are timed as a loop
 constexpr double kLoopSeconds = 1e-3;  // of about this long
 // Host time of the Python device-array entry itself (fastgemm.sgemm on torch tensors,
@@ -312,8 +314,13 @@ constexpr double kEntryCost = 5e-6;
 // interleaved rounds, checks it with `check(k)` after its first run, and returns the
 // fastest that passed; `seconds` gets each passing candidate's best time. When the
 // first candidate's run is long, only the vendor baselines run against it.
-template <class Call, class Check>
-const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& check, Timings& seconds) {
+// Candidates whose library's threads spin after a call (KernelInfo::spins_after_call_s)
+// run first, in rounds of their own; the others' rounds start only once that spinning
+// is over (`settle(seconds)` waits it out), so that no candidate is timed against
+// another library's threads still busy on the cores.
+template <class Call, class Check, class Settle>
+const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& check, Timings& seconds,
+                         Settle&& settle) {
     std::vector<double> best(cands.size(), std::numeric_limits<double>::infinity());
     std::vector<bool> ok(cands.size(), true);
     std::string errors;
@@ -322,34 +329,52 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
         reject(*cands[i], why);
         errors += (errors.empty() ? "" : "; ") + cands[i]->info().name + ": " + why;
     };
-    double spent = 0.0;
-    bool one_round = false;  // the first run was long: the round in progress is the only one
-    for (int round = 0; round < kMaxRounds && !(round > 0 && one_round) &&
-                        (round < kMinRounds || spent < kTuningBudget);
-         ++round) {
-        for (size_t i = 0; i < cands.size(); ++i) {
-            if (!ok[i]) continue;
-            double t = 0.0;
-            try {
-                t = call(*cands[i]);
-            } catch (const Interrupted&) {
-                throw;
-            } catch (const std::exception& e) {
-                refuse(i, e.what());
-                continue;
-            }
-            if (round == 0 && !check(*cands[i])) {
-                refuse(i, "result failed the check against a float64 reference");
-                continue;
-            }
-            best[i] = std::min(best[i], t);
-            spent += t;
-            if (round == 0 && i == 0 && t > kLongRun) {
-                for (size_t j = 1; j < cands.size(); ++j) ok[j] = ok[j] && cands[j]->info().baseline;
-                one_round = true;
+    std::vector<size_t> order(cands.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto spins = [&](size_t i) { return cands[i]->info().spins_after_call_s > 0.0; };
+    const size_t spinning = size_t(std::stable_partition(order.begin(), order.end(), spins) - order.begin());
+    bool one_round = false;  // a long run: the round in progress is the only one
+    auto rounds = [&](size_t begin, size_t end) {
+        double spent = 0.0;
+        for (int round = 0; round < kMaxRounds && !(round > 0 && one_round) &&
+                            (round < kMinRounds || spent < kTuningBudget);
+             ++round) {
+            for (size_t o = begin; o < end; ++o) {
+                const size_t i = order[o];
+                if (!ok[i]) continue;
+                double t = 0.0;
+                try {
+                    t = call(*cands[i]);
+                } catch (const Interrupted&) {
+                    throw;
+                } catch (const std::exception& e) {
+                    refuse(i, e.what());
+                    continue;
+                }
+                if (round == 0 && !check(*cands[i])) {
+                    refuse(i, "result failed the check against a float64 reference");
+                    continue;
+                }
+                best[i] = std::min(best[i], t);
+                spent += t;
+                if (round == 0 && t > kLongRun && (i == 0 || spins(i))) {
+                    one_round = true;
+                    // The first candidate long: the rest would be too; only the baselines
+                    // are worth the time.
+                    if (i == 0)
+                        for (size_t j = 1; j < cands.size(); ++j) ok[j] = ok[j] && cands[j]->info().baseline;
+                }
             }
         }
+    };
+    rounds(0, spinning);
+    if (spinning > 0 && spinning < cands.size()) {
+        double spin = 0.0;
+        for (size_t o = 0; o < spinning; ++o) spin = std::max(spin, cands[order[o]]->info().spins_after_call_s);
+        settle(spin);
+        one_round = false;  // the spinning candidates' long runs say nothing of the others'
     }
+    rounds(spinning, cands.size());
     // The fastest; the preferred candidate (first) and the vendor baselines keep the
     // class unless another beats them by more than kMargin, a difference that one noisy
     // round cannot fake: auto is then never slower than the vendor call it replaces by a
@@ -367,6 +392,12 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
     }
     if (!win) throw KernelError("every kernel=\"auto\" candidate failed: " + errors);
     return *win;
+}
+
+// Waits out another library's spinning threads (`spin` seconds after its last call)
+// before multi-threaded candidates are timed; with one thread there is no pool to spin.
+void settle_host(double spin) {
+    if (get_num_threads() > 1) std::this_thread::sleep_for(std::chrono::duration<double>(spin));
 }
 
 // Tunes on the caller's operands; C ends up holding the winner's result.
@@ -400,10 +431,14 @@ const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& 
         k.run_once(p, A, B, C);
         double t = since(t0);
         throw_if_interrupted();
-        if (t < kShortCall) {
-            // A call of a few microseconds is timed as a batch of about kShortCall, which
-            // the clock resolves and one cold cache line does not dominate.
-            const int reps = int(std::min(1000.0, kShortCall / std::max(t, 1e-8)));
+        if (t < kWarmBlock) {
+            // A call shorter than about a millisecond is timed again as a block of
+            // back-to-back calls lasting about kWarmBlock, the way a loop of the caller's
+            // calls runs it: a single call would measure the state the previous candidate
+            // left, its own workers asleep (25-50 us to wake) and the previous one's
+            // pool still spinning (fastgemm's, for 200 us; OpenBLAS's longer spin is kept
+            // out of the others' rounds by the tournament).
+            const int reps = int(std::clamp(kWarmBlock / std::max(t, 1e-8), 2.0, 1000.0));
             const auto b0 = Clock::now();
             for (int r = 0; r < reps; ++r) {
                 if (!saved.empty()) restore();
@@ -415,7 +450,7 @@ const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& 
         return t;
     };
     auto check = [&](const Kernel& k) { return samples.passes(p, C, k.info().precision); };
-    const Kernel& winner = tournament(cands, call, check, seconds);
+    const Kernel& winner = tournament(cands, call, check, seconds, settle_host);
     if (last != &winner) call(winner);  // C holds the winner's result, as later calls will
     return winner;
 }
@@ -454,7 +489,7 @@ const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p,
         const RepeatTiming loop = launch->run_repeated(calls);
         return loop.queue_s > 0.0 ? std::max(loop.call_s, loop.queue_s + kEntryCost) : loop.call_s;  // 0: on the host
     };
-    return tournament(cands, call, [&](const Kernel&) { return passed; }, seconds);
+    return tournament(cands, call, [&](const Kernel&) { return passed; }, seconds, settle_host);
 }
 
 bool quick_return(const Problem& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.alpha == 0.0f; }

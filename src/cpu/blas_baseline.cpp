@@ -272,6 +272,12 @@ void register_blas_baseline(Registry& r) {
     info.auto_candidate = true;
     info.source = "src/cpu/blas_baseline.cpp";
     info.description = "vendor BLAS cblas_sgemm: " + blas_version();
+#if !defined(FASTGEMM_BLAS_ACCELERATE)
+    // OpenBLAS's workers spin for 2^28 TSC ticks before they sleep: 0.08-0.13 s at
+    // 2-3.5 GHz (on the H200 machine the packed kernel still ran 13x slow 50 ms after an
+    // OpenBLAS call and at its own speed 200 ms after).
+    info.spins_after_call_s = 0.15;
+#endif
     for (char d : {'M', 'N', 'K'}) info.constraints.push_back(Constraint::at_most(d, INT_MAX));
     r.add_kernel(std::make_unique<BlasKernel>(std::move(info), blas_sgemm, blas_sgemm_timed));
 }

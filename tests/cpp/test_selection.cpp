@@ -2,7 +2,8 @@
 // never returns a candidate whose result is wrong or that throws, even when it is the
 // fastest; the tuning table refuses every entry the policy would not choose itself; the
 // accuracy request never admits a weaker precision class; a vendor baseline keeps a
-// class against a candidate within the tie margin.
+// class against a candidate within the tie margin; a candidate whose library's threads
+// spin after a call is timed apart from the others.
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "core/host_kernel.hpp"
 #include "core/registry.hpp"
 #include "core/selection.hpp"
+#include "core/threads.hpp"
 #include "test_support.hpp"
 
 using namespace fastgemm;
@@ -220,10 +222,80 @@ void accuracy_never_admits_a_weaker_class() {
 
 }  // namespace
 
+// The tournament's calls of the spin test's candidates, in order, with their start times.
+struct SpinCall {
+    bool spinner;
+    std::chrono::steady_clock::time_point at;
+};
+std::vector<SpinCall>& spin_calls() {
+    static std::vector<SpinCall> calls;
+    return calls;
+}
+constexpr double kTestSpin = 0.05;  // seconds the spinner's "library" is said to spin
+
+void spin_spinner(const Problem& p, const float* A, const float* B, float* C) {
+    spin_calls().push_back({true, std::chrono::steady_clock::now()});
+    product_taking(3e-4, p, A, B, C);  // slower: the last call (the winner's) is not its
+}
+void spin_other(const Problem& p, const float* A, const float* B, float* C) {
+    spin_calls().push_back({false, std::chrono::steady_clock::now()});
+    product_taking(1e-4, p, A, B, C);
+}
+
+class SpinBackend : public TieBackend {
+public:
+    std::string name() const override { return "spin"; }
+};
+
+// A candidate whose library's workers spin after each call (OpenBLAS) runs all its rounds
+// before any other candidate's, and the others start only once its spin has passed: no
+// candidate is timed against threads still busy on the cores.
+void spinning_candidates_are_timed_apart() {
+    Registry::global().add_backend(std::make_unique<SpinBackend>());
+    KernelInfo info;
+    info.name = "spin_baseline";
+    info.backend = "spin";
+    info.baseline = true;
+    info.auto_candidate = true;
+    info.spins_after_call_s = kTestSpin;
+    info.source = "tests/cpp/test_selection.cpp";
+    info.description = "test candidate whose threads spin after a call";
+    Registry::global().add_kernel(std::make_unique<HostKernel>(std::move(info), spin_spinner));
+    add_test_kernel("spin_other_a", "spin", 1, false, spin_other, "test candidate");
+    add_test_kernel("spin_other_b", "spin", 2, false, spin_other, "test candidate");
+    const int threads = get_num_threads();
+    set_num_threads(2);  // the wait applies where a pool could spin
+    clear_tuning_table();
+    spin_calls().clear();
+    Context ctx("spin");
+    test::Case c{8, 8, 8};
+    test::Operands o(c, 9);
+    std::vector<float> C = test::initial_c(c, o);
+    ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(), c.ldb(), 0.0f, C.data(),
+              c.ldc());
+    set_num_threads(threads);
+    CHECK(test::rel_err(c, o, C) < 1e-5, "the winner's result");
+    const auto& calls = spin_calls();
+    size_t spinner_calls = 0;
+    while (spinner_calls < calls.size() && calls[spinner_calls].spinner) ++spinner_calls;
+    CHECK(spinner_calls >= 3, "the spinning candidate ran " << spinner_calls << " times before the others");
+    CHECK(spinner_calls < calls.size(), "the other candidates never ran");
+    bool apart = true;
+    for (size_t i = spinner_calls; i < calls.size(); ++i) apart = apart && !calls[i].spinner;
+    CHECK(apart, "the spinning candidate ran again among the others");
+    if (spinner_calls > 0 && spinner_calls < calls.size()) {
+        const double gap =
+            std::chrono::duration<double>(calls[spinner_calls].at - calls[spinner_calls - 1].at).count();
+        CHECK(gap >= kTestSpin, "the others started " << gap << " s after the spinning candidate's last call");
+    }
+    clear_tuning_table();
+}
+
 int main() {
     accuracy_never_admits_a_weaker_class();
     loaded_entries_are_validated();
     wrong_or_throwing_candidates_never_win();
     baselines_keep_a_tie();
+    spinning_candidates_are_timed_apart();
     return test::finish("test_selection");
 }
