@@ -187,6 +187,10 @@ __global__ void __launch_bounds__(kThreads, IT == kLargeTile ? 2 : 1) skinny_kro
     }
 }
 
+__device__ __forceinline__ void prefetch_l2(const float* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // The j-row kernel. Block (it, jb, split): i in [IT it, IT it + IT), lane l of every
 // warp owns j = 128 jb + 4 l + [0, 4); per chunk of 256 k, warp w handles k = k0 + w +
 // 8 t: one float4 of X and IT / 4 broadcast float4s of Y for 4 IT FFMAs per k. The 8
@@ -195,6 +199,10 @@ constexpr int JC_KCH = 256, JC_COLS = 128;
 
 template <int IT, bool VEC>
 __global__ void __launch_bounds__(kThreads) skinny_jrow_kernel(SkinnyOperands o) {
+    // The next chunk of X is prefetched into L2 by the 4- and 8-row tiles (8 x 8192 x 2048
+    // NN: 35.6 -> 32.1 us); the 16-row tile's sums leave no registers for it (128 -> 175,
+    // one block per SM: 45.1 -> 65.8 us).
+    constexpr bool PREFETCH = VEC && IT <= kMidTile;
     // The k loop's Y stage [k][i], then the tree's exchange area.
     constexpr int kStage = JC_KCH * IT, kExchange = (kWarps / 2) * IT * 4 * 32;
     __shared__ __align__(16) float smem[kStage > kExchange ? kStage : kExchange];
@@ -213,6 +221,17 @@ __global__ void __launch_bounds__(kThreads) skinny_jrow_kernel(SkinnyOperands o)
         for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
 
     for (int64_t k0 = k_begin; k0 < k_end; k0 += JC_KCH) {
+        if constexpr (PREFETCH) {
+            // The next chunk's 256 rows of the block's 128 columns of X, four 128-byte
+            // lines a row, into L2 while this chunk is staged and summed.
+            const int64_t j_block = int64_t(blockIdx.x / itiles) * JC_COLS;
+#pragma unroll
+            for (int t = 0; t < 4; ++t) {
+                const int f = threadIdx.x + kThreads * t;
+                const int64_t k = k0 + JC_KCH + f / 4, jl = j_block + 32 * (f % 4);
+                if (k < k_end && jl < o.L) prefetch_l2(o.X + k * o.xs_k + jl);
+            }
+        }
         __syncthreads();
         stage_y<IT, JC_KCH, true>(o, Ys, i0, k0, k_end);
         __syncthreads();
@@ -363,17 +382,20 @@ __global__ void __launch_bounds__(kThreads, 4) skinny_gemv_kernel(SkinnyOperands
 constexpr int kGemvRows = 32;
 
 // A GEMV-rows tile: IT rows of Y per block, RJ rows of X per warp, UNROLL float4s of each
-// row of X per lane in flight, MIN_BLOCKS blocks per SM budgeted for.
-template <int IT_, int RJ_, int UNROLL_, int MIN_BLOCKS_>
+// row of X per lane in flight, MIN_BLOCKS blocks per SM budgeted for, and the warp's rows
+// of X prefetched into L2 AHEAD whole steps ahead (0: not).
+template <int IT_, int RJ_, int UNROLL_, int MIN_BLOCKS_, int AHEAD_>
 struct GemvRowsTile {
-    static constexpr int IT = IT_, RJ = RJ_, UNROLL = UNROLL_, MIN_BLOCKS = MIN_BLOCKS_;
+    static constexpr int IT = IT_, RJ = RJ_, UNROLL = UNROLL_, MIN_BLOCKS = MIN_BLOCKS_, AHEAD = AHEAD_;
     static constexpr int STEP = 128 * UNROLL;  // k per whole step of a warp
+    static constexpr int LINES = STEP / 32;    // 128-byte lines of a row of X per step
     static_assert(GV_STEP % STEP == 0, "splits fall on whole GV_STEP chunks");
+    static_assert((RJ * LINES) % 32 == 0, "a step's lines are whole prefetches of the warp");
 };
 
-template <int IT, int RJ, int UNROLL, int MIN_BLOCKS>
+template <int IT, int RJ, int UNROLL, int MIN_BLOCKS, int AHEAD>
 __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) skinny_gemv_rows_kernel(SkinnyOperands o) {
-    using T = GemvRowsTile<IT, RJ, UNROLL, MIN_BLOCKS>;
+    using T = GemvRowsTile<IT, RJ, UNROLL, MIN_BLOCKS, AHEAD>;
     constexpr int N = IT * RJ;  // sums per lane: acc[i * RJ + r]
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t itiles = (o.S + IT - 1) / IT;
@@ -403,8 +425,21 @@ __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) skinny_gemv_rows_kernel(
             for (int r = 0; r < RJ; ++r) dot4_into(acc[i * RJ + r], y, x[r]);
         }
     };
+    // The warp's RJ rows of the whole step at k, a line per lane per prefetch.
+    auto prefetch_step = [&](int64_t k) {
+#pragma unroll
+        for (int h = 0; h < RJ * T::LINES / 32; ++h) {
+            const int f = lane + 32 * h;
+            prefetch_l2(xrow[f / T::LINES] + k + 32 * (f % T::LINES));
+        }
+    };
     int64_t k0 = k_begin;
+    if constexpr (AHEAD > 1)
+        for (int a = 1; a < AHEAD; ++a)
+            if (k0 + (a + 1) * T::STEP <= k_end) prefetch_step(k0 + a * T::STEP);
     for (; k0 + T::STEP <= k_end; k0 += T::STEP) {  // whole steps: every load inside X and Y
+        if constexpr (AHEAD > 0)
+            if (k0 + (AHEAD + 1) * T::STEP <= k_end) prefetch_step(k0 + AHEAD * T::STEP);
         float4 x[UNROLL][RJ];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u)
@@ -441,7 +476,15 @@ struct GemvRowsLaunch {
 
 template <class T>
 GemvRowsLaunch gemv_rows_launch() {
-    return {skinny_gemv_rows_kernel<T::IT, T::RJ, T::UNROLL, T::MIN_BLOCKS>, kWarps * T::RJ};
+    return {skinny_gemv_rows_kernel<T::IT, T::RJ, T::UNROLL, T::MIN_BLOCKS, T::AHEAD>, kWarps * T::RJ};
+}
+
+// The tile for S rows of Y (see launch_gemv).
+GemvRowsLaunch gemv_rows_for(int64_t S) {
+    if (S <= 2) return gemv_rows_launch<GemvRowsTile<2, 2, 4, 2, 1>>();
+    if (S <= 4) return gemv_rows_launch<GemvRowsTile<4, 2, 4, 2, 1>>();
+    if (S <= 8) return gemv_rows_launch<GemvRowsTile<8, 4, 4, 1, 1>>();
+    return gemv_rows_launch<GemvRowsTile<16, 4, 4, 1, 1>>();
 }
 
 // The problem in skinny terms: small_is_m, S = M (Y = op(A), X(j, k) = op(B)(k, j));
@@ -525,11 +568,9 @@ void launch_gemv(SkinnyOperands o, const Problem& q, float* C, cudaStream_t stre
         // in flight cover DRAM's latency). 5 to 16: four rows of X per warp, which halves
         // the L1 traffic of Y per byte of X (L1, not DRAM, bounded the two-row form at
         // 16 rows), in 255 registers at one block per SM with four float4s of each row of
-        // X in flight (docs/cuda-notes.md#gemv-rows-tiles).
-        const GemvRowsLaunch l = o.S <= 2   ? gemv_rows_launch<GemvRowsTile<2, 2, 4, 2>>()
-                                 : o.S <= 4 ? gemv_rows_launch<GemvRowsTile<4, 2, 4, 2>>()
-                                 : o.S <= 8 ? gemv_rows_launch<GemvRowsTile<8, 4, 4, 1>>()
-                                            : gemv_rows_launch<GemvRowsTile<16, 4, 4, 1>>();
+        // X in flight. Every tile prefetches its rows of X into L2 one step ahead
+        // (docs/cuda-notes.md#the-shapes-users-call).
+        const GemvRowsLaunch l = gemv_rows_for(o.S);
         kernel = l.kernel;
         rows_per_block = l.rows_per_block;
         itiles = o.S <= 8 ? 1 : ceil_div(o.S, 16);
