@@ -78,10 +78,11 @@ struct KernelInfo {
     // Candidate for kernel="auto": the tuner times these and keeps the fastest.
     bool auto_candidate = false;
     // Seconds that the worker threads of the library this kernel calls keep spinning on
-    // the cores after a call returns (OpenBLAS: about 2^28 cycles), 0 for none. Another
-    // multi-threaded kernel timed in that while runs several times slower (13x for the
-    // packed kernel at 256^3 on 16 cores), so the tuner times such kernels apart.
-    double spins_after_call_s = 0.0;
+    // the cores after it has run a problem (OpenBLAS: about 2^28 cycles, where it used
+    // them), or null for none. Another multi-threaded kernel timed in that while runs
+    // several times slower (13x for the packed kernel at 256^3 on 16 cores), so the
+    // tuner times such kernels apart.
+    double (*spins_after)(const Problem&) = nullptr;
 
     // First violated constraint, or nothing.
     std::optional<Constraint> violated(const Problem& p) const;

@@ -254,6 +254,21 @@ std::string blas_version() {
 #endif
 }
 
+#if !defined(FASTGEMM_BLAS_ACCELERATE)
+// How long OpenBLAS's workers spin after running p: 2^28 TSC ticks before they sleep,
+// 0.08-0.13 s at 2-3.5 GHz (on the H200 machine the packed kernel still ran 13x slow
+// 50 ms after an OpenBLAS call, at its own speed 200 ms after). OpenBLAS wakes them only
+// for an sgemm with M N K above 4 x 65536, or an sgemv of more than 4 x 2304 elements
+// (GEMM_MULTITHREAD_THRESHOLD's default in its interface/gemm.c and gemv.c), and not
+// at all on one thread.
+static double openblas_spin(const Problem& p) {
+    const double mnk = double(p.M) * double(p.N) * double(p.K);
+    const bool vector = (p.M == 1 || p.N == 1) && p.K > 0;
+    const bool threaded = vector ? mnk > 4.0 * 2304.0 : mnk > 4.0 * 65536.0;
+    return threaded && get_num_threads() > 1 ? 0.15 : 0.0;
+}
+#endif
+
 void register_blas_baseline(Registry& r) {
     // The gate is built here, at import, in the importing thread, never by a first call:
     // - a fork while another thread was inside its first initialisation would copy the
@@ -273,10 +288,7 @@ void register_blas_baseline(Registry& r) {
     info.source = "src/cpu/blas_baseline.cpp";
     info.description = "vendor BLAS cblas_sgemm: " + blas_version();
 #if !defined(FASTGEMM_BLAS_ACCELERATE)
-    // OpenBLAS's workers spin for 2^28 TSC ticks before they sleep: 0.08-0.13 s at
-    // 2-3.5 GHz (on the H200 machine the packed kernel still ran 13x slow 50 ms after an
-    // OpenBLAS call and at its own speed 200 ms after).
-    info.spins_after_call_s = 0.15;
+    info.spins_after = openblas_spin;
 #endif
     for (char d : {'M', 'N', 'K'}) info.constraints.push_back(Constraint::at_most(d, INT_MAX));
     r.add_kernel(std::make_unique<BlasKernel>(std::move(info), blas_sgemm, blas_sgemm_timed));

@@ -13,7 +13,6 @@
 #include "core/host_kernel.hpp"
 #include "core/registry.hpp"
 #include "core/selection.hpp"
-#include "core/threads.hpp"
 #include "test_support.hpp"
 
 using namespace fastgemm;
@@ -257,14 +256,12 @@ void spinning_candidates_are_timed_apart() {
     info.backend = "spin";
     info.baseline = true;
     info.auto_candidate = true;
-    info.spins_after_call_s = kTestSpin;
+    info.spins_after = [](const Problem&) { return kTestSpin; };
     info.source = "tests/cpp/test_selection.cpp";
     info.description = "test candidate whose threads spin after a call";
     Registry::global().add_kernel(std::make_unique<HostKernel>(std::move(info), spin_spinner));
     add_test_kernel("spin_other_a", "spin", 1, false, spin_other, "test candidate");
     add_test_kernel("spin_other_b", "spin", 2, false, spin_other, "test candidate");
-    const int threads = get_num_threads();
-    set_num_threads(2);  // the wait applies where a pool could spin
     clear_tuning_table();
     spin_calls().clear();
     Context ctx("spin");
@@ -273,7 +270,6 @@ void spinning_candidates_are_timed_apart() {
     std::vector<float> C = test::initial_c(c, o);
     ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(), c.ldb(), 0.0f, C.data(),
               c.ldc());
-    set_num_threads(threads);
     CHECK(test::rel_err(c, o, C) < 1e-5, "the winner's result");
     const auto& calls = spin_calls();
     size_t spinner_calls = 0;
