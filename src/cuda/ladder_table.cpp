@@ -198,14 +198,14 @@ std::vector<LadderEntry> build() {
     add(auto_candidate(with_constraints(
         rung("skinny_m64", 14, fp32, launch_skinny_m64, "14_skinny.cu",
              "M <= 64: B read once in 16-byte loads from global memory, 4, 8 or 16 rows of op(A) per block in "
-             "shared memory (up to 32 rows against B^T: two columns of C per warp, op(A) through L1), split K "
+             "shared memory (up to 32 rows against B^T: two or four columns of C per warp, op(A) through L1), split K "
              "summed in order; any layout",
              {{"max_M", 64}, {"reuse_m", 16}, {"reuse_n", 32}, {"threads", 256}}),
         {Constraint::at_most('M', 64)})));
     add(auto_candidate(with_constraints(
         rung("skinny_n64", 14, fp32, launch_skinny_n64, "14_skinny.cu",
              "N <= 64: A read once in 16-byte loads from global memory, 4, 8 or 16 columns of op(B) per block in "
-             "shared memory (up to 32 columns against A: two rows of C per warp, op(B) through L1), split K "
+             "shared memory (up to 32 columns against A: two or four rows of C per warp, op(B) through L1), split K "
              "summed in order; any layout",
              {{"max_N", 64}, {"reuse_m", 32}, {"reuse_n", 16}, {"threads", 256}}),
         {Constraint::at_most('N', 64)})));

@@ -20,10 +20,12 @@
 //   first if it is not); no shared memory, no block-wide synchronisation, and nothing
 //   spent on rows of zeros.
 // - Up to 32 rows (S <= 32) with X rows along k and 16-byte aligned: the same GEMV form
-//   with two rows of X per warp and 2, 4, 8 or 16 rows of Y per block (the k-row kernel
-//   above, with its shared-memory stage and barriers, kept fewer loads in flight: 46 us
-//   against 31 at 16 x 4096 x 4096 on the H200). The k-row kernel keeps X rows that
-//   are not aligned and S from 33 to 64.
+//   with two (S <= 4) or four rows of X per warp, 2, 4, 8 or 16 rows of Y per block,
+//   and each warp's rows of X prefetched into L2 a step ahead (the k-row kernel above,
+//   with its shared-memory stage and barriers, kept fewer loads in flight: 46 us against
+//   25 at 16 x 4096 x 4096 on the H200). The k-row kernel keeps X rows that are not
+//   aligned and S from 33 to 64. The j-row kernel's 4- and 8-row tiles prefetch their
+//   next chunk of X into L2 the same way.
 // Few blocks for the GPU (small L): K is split over blocks, each split parked in a slab
 // and summed in split order by reduce_split_k (split_k.cuh): deterministic.
 // Constraints: M <= 64 (skinny_m64) or N <= 64 (skinny_n64); any K, strides and alignment
