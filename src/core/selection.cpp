@@ -301,7 +301,8 @@ constexpr double kLongRun = 0.25;        // a run this long: only the baselines 
 constexpr int kMinRounds = 3;           // interleaved rounds at least (unless a run is long)
 constexpr int kMaxRounds = 5;
 constexpr double kMargin = 0.03;        // the preferred candidate's and the baselines' advantage in a tie
-constexpr double kWarmBlock = 1e-3;    // seconds: shorter calls are timed again in a block this long
+constexpr double kRetimeBelow = 1e-3;  // seconds: shorter calls are timed again, warm,
+constexpr double kWarmBlock = 2e-4;    // in a block of two calls or about this long
 constexpr double kLoopTimed = 200e-6;  // seconds: shorter synthetic runs are timed as a loop
 constexpr double kLoopSeconds = 1e-3;  // of about this long
 // Host time of the Python device-array entry itself (fastgemm.sgemm on torch tensors,
@@ -432,13 +433,13 @@ const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& 
         k.run_once(p, A, B, C);
         double t = since(t0);
         throw_if_interrupted();
-        if (t < kWarmBlock) {
-            // A call shorter than about a millisecond is timed again as a block of
-            // back-to-back calls lasting about kWarmBlock, the way a loop of the caller's
-            // calls runs it: a single call would measure the state the previous candidate
-            // left, its own workers asleep (25-50 us to wake) and the previous one's
-            // pool still spinning (fastgemm's, for 200 us; OpenBLAS's longer spin is kept
-            // out of the others' rounds by the tournament).
+        if (t < kRetimeBelow) {
+            // A call shorter than a millisecond is timed again as a block of back-to-back
+            // calls (two, or about kWarmBlock of short ones), the way a loop of the
+            // caller's calls runs it: a single call would measure the state the previous
+            // candidate left, its own workers asleep (25-50 us to wake) and the previous
+            // one's pool still spinning (fastgemm's, for 200 us; OpenBLAS's longer spin is
+            // kept out of the others' rounds by the tournament).
             const int reps = int(std::clamp(kWarmBlock / std::max(t, 1e-8), 2.0, 1000.0));
             const auto b0 = Clock::now();
             for (int r = 0; r < reps; ++r) {
