@@ -258,13 +258,13 @@ std::string blas_version() {
 // How long OpenBLAS's workers spin after running p: 2^28 TSC ticks before they sleep,
 // 0.08-0.13 s at 2-3.5 GHz (on the H200 machine the packed kernel still ran 13x slow
 // 50 ms after an OpenBLAS call, at its own speed 200 ms after). OpenBLAS wakes them only
-// for an sgemm with M N K above 4 x 65536, or an sgemv of more than 4 x 2304 elements
-// (GEMM_MULTITHREAD_THRESHOLD's default in its interface/gemm.c and gemv.c), and not
-// at all on one thread.
+// for an sgemm with M N K above 4 x 65536, or an sgemv of at least 4 x 2304 matrix
+// elements (GEMM_MULTITHREAD_THRESHOLD's default, 4, in its interface/gemm.c and
+// gemv.c), and not at all on one thread.
 static double openblas_spin(const Problem& p) {
     const double mnk = double(p.M) * double(p.N) * double(p.K);
     const bool vector = (p.M == 1 || p.N == 1) && p.K > 0;
-    const bool threaded = vector ? mnk > 4.0 * 2304.0 : mnk > 4.0 * 65536.0;
+    const bool threaded = vector ? mnk >= 4.0 * 2304.0 : mnk > 4.0 * 65536.0;
     return threaded && get_num_threads() > 1 ? 0.15 : 0.0;
 }
 #endif
