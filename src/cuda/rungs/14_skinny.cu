@@ -384,20 +384,21 @@ __global__ void __launch_bounds__(kThreads, 4) skinny_gemv_kernel(SkinnyOperands
 constexpr int kGemvRows = 32;
 
 // A GEMV-rows tile: IT rows of Y per block, RJ rows of X per warp, UNROLL float4s of each
-// row of X per lane in flight, MIN_BLOCKS blocks per SM budgeted for, and the warp's rows
-// of X prefetched into L2 AHEAD whole steps ahead (0: not).
-template <int IT_, int RJ_, int UNROLL_, int MIN_BLOCKS_, int AHEAD_>
+// row of X per lane in flight, MIN_BLOCKS blocks per SM budgeted for. Every tile
+// prefetches the warp's rows of X into L2 one whole step ahead (two and four steps ahead
+// were slower).
+template <int IT_, int RJ_, int UNROLL_, int MIN_BLOCKS_>
 struct GemvRowsTile {
-    static constexpr int IT = IT_, RJ = RJ_, UNROLL = UNROLL_, MIN_BLOCKS = MIN_BLOCKS_, AHEAD = AHEAD_;
+    static constexpr int IT = IT_, RJ = RJ_, UNROLL = UNROLL_, MIN_BLOCKS = MIN_BLOCKS_;
     static constexpr int STEP = 128 * UNROLL;  // k per whole step of a warp
     static constexpr int LINES = STEP / 32;    // 128-byte lines of a row of X per step
     static_assert(GV_STEP % STEP == 0, "splits fall on whole GV_STEP chunks");
     static_assert((RJ * LINES) % 32 == 0, "a step's lines are whole prefetches of the warp");
 };
 
-template <int IT, int RJ, int UNROLL, int MIN_BLOCKS, int AHEAD>
+template <int IT, int RJ, int UNROLL, int MIN_BLOCKS>
 __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) skinny_gemv_rows_kernel(SkinnyOperands o) {
-    using T = GemvRowsTile<IT, RJ, UNROLL, MIN_BLOCKS, AHEAD>;
+    using T = GemvRowsTile<IT, RJ, UNROLL, MIN_BLOCKS>;
     constexpr int N = IT * RJ;  // sums per lane: acc[i * RJ + r]
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int64_t itiles = (o.S + IT - 1) / IT;
@@ -436,12 +437,8 @@ __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) skinny_gemv_rows_kernel(
         }
     };
     int64_t k0 = k_begin;
-    if constexpr (AHEAD > 1)
-        for (int a = 1; a < AHEAD; ++a)
-            if (k0 + (a + 1) * T::STEP <= k_end) prefetch_step(k0 + a * T::STEP);
     for (; k0 + T::STEP <= k_end; k0 += T::STEP) {  // whole steps: every load inside X and Y
-        if constexpr (AHEAD > 0)
-            if (k0 + (AHEAD + 1) * T::STEP <= k_end) prefetch_step(k0 + AHEAD * T::STEP);
+        if (k0 + 2 * T::STEP <= k_end) prefetch_step(k0 + T::STEP);
         float4 x[UNROLL][RJ];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u)
@@ -478,15 +475,15 @@ struct GemvRowsLaunch {
 
 template <class T>
 GemvRowsLaunch gemv_rows_launch() {
-    return {skinny_gemv_rows_kernel<T::IT, T::RJ, T::UNROLL, T::MIN_BLOCKS, T::AHEAD>, kWarps * T::RJ};
+    return {skinny_gemv_rows_kernel<T::IT, T::RJ, T::UNROLL, T::MIN_BLOCKS>, kWarps * T::RJ};
 }
 
 // The tile for S rows of Y (see launch_gemv).
 GemvRowsLaunch gemv_rows_for(int64_t S) {
-    if (S <= 2) return gemv_rows_launch<GemvRowsTile<2, 2, 4, 2, 1>>();
-    if (S <= 4) return gemv_rows_launch<GemvRowsTile<4, 2, 4, 2, 1>>();
-    if (S <= 8) return gemv_rows_launch<GemvRowsTile<8, 4, 4, 1, 1>>();
-    return gemv_rows_launch<GemvRowsTile<16, 4, 4, 1, 1>>();
+    if (S <= 2) return gemv_rows_launch<GemvRowsTile<2, 2, 4, 2>>();
+    if (S <= 4) return gemv_rows_launch<GemvRowsTile<4, 2, 4, 2>>();
+    if (S <= 8) return gemv_rows_launch<GemvRowsTile<8, 4, 4, 1>>();
+    return gemv_rows_launch<GemvRowsTile<16, 4, 4, 1>>();
 }
 
 // The problem in skinny terms: small_is_m, S = M (Y = op(A), X(j, k) = op(B)(k, j));
