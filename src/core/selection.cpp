@@ -309,18 +309,25 @@ constexpr double kLoopSeconds = 1e-3;  // of about this long
 // before the native launch): 2-5 us a call on the H200 machines (docs/cuda-notes.md).
 constexpr double kEntryCost = 5e-6;
 
+// Seconds that k's library spins after running p (KernelInfo::spins_after).
+double spin_after(const Kernel& k, const Problem& p) {
+    return k.info().spins_after ? k.info().spins_after(p) : 0.0;
+}
+
+// Waits out another library's spinning threads (`seconds` after its last call).
+void settle_host(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 // Times each candidate running `call(k)` (which returns seconds, or throws) in
 // interleaved rounds, checks it with `check(k)` after its first run, and returns the
 // fastest that passed; `seconds` gets each passing candidate's best time. When the
 // first candidate's run is long, only the vendor baselines run against it.
-// Candidates whose library's threads spin after running the problem (`spin(k)` seconds,
-// KernelInfo::spins_after) run first, in rounds of their own; the others' rounds start
-// only once that spinning is over (`settle(seconds)` waits it out), so that no candidate
-// is timed against another library's threads still busy on the cores.
-template <class Call, class Check, class Spin, class Settle>
-const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& check, Timings& seconds,
-                         Spin&& spin, Settle&& settle) {
+// Candidates whose library's threads spin after running the timed problem
+// (KernelInfo::spins_after) run first, in rounds of their own; the others' rounds start
+// only once that spinning is over, so that no candidate is timed against another
+// library's threads still busy on the cores.
+template <class Call, class Check>
+const Kernel& tournament(std::vector<const Kernel*> cands, const Problem& timed, Call&& call, Check&& check,
+                         Timings& seconds) {
     std::vector<double> best(cands.size(), std::numeric_limits<double>::infinity());
     std::vector<bool> ok(cands.size(), true);
     std::string errors;
@@ -331,7 +338,7 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
     };
     std::vector<size_t> order(cands.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto spins = [&](size_t i) { return spin(*cands[i]) > 0.0; };
+    const auto spins = [&](size_t i) { return spin_after(*cands[i], timed) > 0.0; };
     const size_t spinning = size_t(std::stable_partition(order.begin(), order.end(), spins) - order.begin());
     bool one_round = false;  // a long run: the round in progress is the only one
     auto rounds = [&](size_t begin, size_t end) {
@@ -370,8 +377,8 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
     rounds(0, spinning);
     if (spinning > 0 && spinning < cands.size()) {
         double longest = 0.0;
-        for (size_t o = 0; o < spinning; ++o) longest = std::max(longest, spin(*cands[order[o]]));
-        settle(longest);
+        for (size_t o = 0; o < spinning; ++o) longest = std::max(longest, spin_after(*cands[order[o]], timed));
+        settle_host(longest);
         one_round = false;  // the spinning candidates' long runs say nothing of the others'
     }
     rounds(spinning, cands.size());
@@ -393,14 +400,6 @@ const Kernel& tournament(std::vector<const Kernel*> cands, Call&& call, Check&& 
     if (!win) throw KernelError("every kernel=\"auto\" candidate failed: " + errors);
     return *win;
 }
-
-// Seconds that k's library spins after running p (KernelInfo::spins_after).
-double spin_after(const Kernel& k, const Problem& p) {
-    return k.info().spins_after ? k.info().spins_after(p) : 0.0;
-}
-
-// Waits out another library's spinning threads (`seconds` after its last call).
-void settle_host(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 // Tunes on the caller's operands; C ends up holding the winner's result.
 const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& p, const float* A,
@@ -452,8 +451,7 @@ const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& 
         return t;
     };
     auto check = [&](const Kernel& k) { return samples.passes(p, C, k.info().precision); };
-    auto spin = [&](const Kernel& k) { return spin_after(k, p); };
-    const Kernel& winner = tournament(cands, call, check, seconds, spin, settle_host);
+    const Kernel& winner = tournament(cands, p, call, check, seconds);
     if (last != &winner) call(winner);  // C holds the winner's result, as later calls will
     return winner;
 }
@@ -492,8 +490,7 @@ const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p,
         const RepeatTiming loop = launch->run_repeated(calls);
         return loop.queue_s > 0.0 ? std::max(loop.call_s, loop.queue_s + kEntryCost) : loop.call_s;  // 0: on the host
     };
-    auto spin = [&](const Kernel& k) { return spin_after(k, dense); };
-    return tournament(cands, call, [&](const Kernel&) { return passed; }, seconds, spin, settle_host);
+    return tournament(cands, dense, call, [&](const Kernel&) { return passed; }, seconds);
 }
 
 bool quick_return(const Problem& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.alpha == 0.0f; }
