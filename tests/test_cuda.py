@@ -532,8 +532,8 @@ def _ozaki_cpu(A, B, **kw):
 
 
 def test_ozaki_rung_is_registered_but_not_an_auto_candidate():
-    """Rung 15 has not run on a GPU: kernel="auto" must not choose it until its tests have
-    passed on an H200 (docs/cuda-kernels.md)."""
+    """Rung 15 is slower than fp32x3 at 4096^3 (docs/ozaki.md): kernel="auto" must not
+    choose it until it is the faster of the two wherever it would be chosen."""
     info = KERNELS[OZAKI]
     assert info.precision == "fp32_ozaki" and info.ladder_step == 15
     assert not info.auto_candidate

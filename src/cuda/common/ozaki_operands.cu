@@ -14,102 +14,262 @@ namespace {
 
 namespace oz = fastgemm::ozaki;
 
-constexpr int kTile = 32;  // lines per block, and k per step: the canonical 32 partials
+constexpr int kLanes = oz::kSumLanes;  // 32: the canonical partials of a line's sum of squares
+constexpr int kUnroll = 8;             // loads a thread keeps in flight while it sums squares
+constexpr int kRowBlock = 256;         // threads of the row kernels: 8 lines, a warp each
+constexpr int kRowLines = kRowBlock / 32;
+constexpr int kRowChunk = 2048;        // k per block of the residue kernel for lines along k
+constexpr int kColWarps = 8;           // warps of the residue kernel for lines side by side
+constexpr int kColChunk = 128;         // k per block of that kernel: 128 bytes per line and plane
 
-// Element k of a line: src[line * ls + k * ks] (ks == 1: lines contiguous along k;
-// ls == 1: lines side by side, k strided).
+// Element k of a line: src[line * ls + k * ks]. Row kernels take lines contiguous along k
+// (ks == 1); column kernels lines side by side (ls == 1), k strided.
 struct LineView {
     const float* src;
     int64_t lines, K, ls, ks;
 };
 
-// tile[line][k] = lines [l0, l0 + 32) x k [k0, k0 + 32), zeros outside. Threads run along
-// whichever of the two is contiguous in memory, so each warp reads 128 contiguous bytes.
-template <bool KContiguous>
-__device__ __forceinline__ void load_tile(const LineView& v, int64_t l0, int64_t k0, float (&tile)[kTile][kTile + 1]) {
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int line = KContiguous ? ty : tx, k = KContiguous ? tx : ty;
-    const int64_t gl = l0 + line, gk = k0 + k;
-    tile[line][k] = gl < v.lines && gk < v.K ? v.src[gl * v.ls + gk * v.ks] : 0.0f;
-}
-
-// Thread (ty, tx) keeps partial tx of line l0 + ty: k = tx, tx + 32, ... in increasing k
-// (zeros past K add nothing); warp ty then combines its 32 partials with the scheme's tree
-// (partial[p] += partial[p + w] for w = 16 .. 1, which __shfl_down_sync does for lane p).
-template <bool KContiguous>
-__global__ void __launch_bounds__(kTile* kTile) line_sums_kernel(LineView v, double R, OzakiLine* out) {
-    __shared__ float tile[kTile][kTile + 1];
-    const int64_t l0 = int64_t(blockIdx.x) * kTile;
+// Lines contiguous along k: a warp per line, lane p keeping partial p (k = p, p + 32, ...
+// in increasing k), kUnroll loads in flight; then the scheme's tree over the 32 lanes.
+__global__ void __launch_bounds__(kRowBlock) line_sums_rows_kernel(LineView v, double R, OzakiLine* out) {
+    const int lane = threadIdx.x % 32;
+    const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
+    if (line >= v.lines) return;  // the whole warp
+    const float* src = v.src + line * v.ls;
     double partial = 0.0;
-    for (int64_t k0 = 0; k0 < v.K; k0 += kTile) {
-        load_tile<KContiguous>(v, l0, k0, tile);
-        __syncthreads();
-        const double a = tile[threadIdx.y][threadIdx.x];
-        partial += a * a;  // exact square; the sum in increasing k
-        __syncthreads();
+    int64_t k = lane;
+    for (; k + kLanes * (kUnroll - 1) < v.K; k += kLanes * kUnroll) {
+        float a[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) a[u] = src[k + kLanes * u];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) partial += double(a[u]) * double(a[u]);  // exact square
     }
-    for (int w = kTile / 2; w >= 1; w /= 2) partial += __shfl_down_sync(0xffffffffu, partial, w);
-    const int64_t line = l0 + threadIdx.y;
-    if (threadIdx.x == 0 && line < v.lines) {
+    for (; k < v.K; k += kLanes) {
+        const double a = src[k];
+        partial += a * a;
+    }
+    for (int w = kLanes / 2; w >= 1; w /= 2) partial += __shfl_down_sync(0xffffffffu, partial, w);
+    if (lane == 0) {
         const oz::LineScale s = oz::line_scale(partial, R);
         out[line].factor = s.factor;
         out[line].inverse = s.inverse;
+        out[line].norm1 = 0;
+        out[line].inexact = 0;
     }
 }
 
-// Thread (ty, tx) scales element (l0 + ty, k0 + tx) and writes its residues into a shared
-// staging tile, from which rows of 32 bytes per line and plane go out as 4-byte words.
-template <bool KContiguous>
-__global__ void __launch_bounds__(kTile* kTile)
-    residues_kernel(LineView v, int64_t kp, int8_t* planes, OzakiLine* lines) {
-    __shared__ float tile[kTile][kTile + 1];
-    __shared__ uint32_t packed[oz::kModuli][kTile][kTile / 4];
-    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kTile + tx;
-    const int64_t l0 = int64_t(blockIdx.x) * kTile, line = l0 + ty;
-    const double f = line < v.lines ? lines[line].factor : 0.0;
-    const bool scalable = !isnan(f);  // a line with NaN or Inf keeps zero residues
-    uint8_t* bytes = reinterpret_cast<uint8_t*>(&packed[0][0][0]);
-    bool inexact = false;
-    int64_t norm1 = 0;
-    for (int64_t k0 = 0; k0 < kp; k0 += kTile) {
-        load_tile<KContiguous>(v, l0, k0, tile);
-        __syncthreads();
-        const int32_t value = scalable ? oz::scaled_integer(tile[ty][tx], f, inexact) : 0;
-        norm1 += value < 0 ? -int64_t(value) : int64_t(value);
+// Lines side by side: a block owns 32 lines, thread (p, x) keeps partial p of line x, so
+// that each warp reads one row of 32 neighbouring lines (128 bytes) per k. The partials
+// meet in shared memory, where warp x combines line x's with the same tree.
+__global__ void __launch_bounds__(kLanes* kLanes) line_sums_cols_kernel(LineView v, double R, OzakiLine* out) {
+    __shared__ double partials[kLanes][kLanes + 1];
+    const int x = threadIdx.x % 32, p = threadIdx.x / 32;
+    const int64_t l0 = int64_t(blockIdx.x) * kLanes, line = l0 + x;
+    double partial = 0.0;
+    if (line < v.lines) {
+        const float* src = v.src + line;
+        int64_t k = p;
+        for (; k + kLanes * (kUnroll - 1) < v.K; k += kLanes * kUnroll) {
+            float a[kUnroll];
 #pragma unroll
-        for (int l = 0; l < oz::kModuli; ++l)
-            bytes[(l * kTile + ty) * kTile + tx] = uint8_t(int8_t(oz::symmetric_residue(value, oz::modulus(l))));
-        __syncthreads();
-        for (int w = tid; w < oz::kModuli * kTile * (kTile / 4); w += kTile * kTile) {
-            const int l = w / (kTile * kTile / 4), r = w % (kTile * kTile / 4), ln = r / (kTile / 4), word = r % (kTile / 4);
-            if (l0 + ln < v.lines)
-                *reinterpret_cast<uint32_t*>(planes + (int64_t(l) * v.lines + l0 + ln) * kp + k0 + 4 * word) =
-                    packed[l][ln][word];
+            for (int u = 0; u < kUnroll; ++u) a[u] = src[(k + kLanes * u) * v.ks];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) partial += double(a[u]) * double(a[u]);
         }
-        // The next step's first barrier orders these reads before the next writes.
+        for (; k < v.K; k += kLanes) {
+            const double a = src[k * v.ks];
+            partial += a * a;
+        }
     }
-    for (int w = kTile / 2; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
+    partials[p][x] = partial;
+    __syncthreads();
+    const int w = p;  // warp w now combines line l0 + w, lane x holding its partial x
+    double s = partials[x][w];
+    for (int d = kLanes / 2; d >= 1; d /= 2) s += __shfl_down_sync(0xffffffffu, s, d);
+    if (x == 0 && l0 + w < v.lines) {
+        const oz::LineScale ls = oz::line_scale(s, R);
+        out[l0 + w].factor = ls.factor;
+        out[l0 + w].inverse = ls.inverse;
+        out[l0 + w].norm1 = 0;
+        out[l0 + w].inexact = 0;
+    }
+}
+
+// rint(f a) as an int32, and whether f a was not an integer: oz::scaled_integer's results,
+// from FP64 adds instead of the conversion unit (F2I and FRND issue 16 a clock per SM on
+// sm_90, FP64 arithmetic 64). f a is exact and below 2^28 in magnitude; adding 1.5 x 2^52
+// rounds it to an integer (to nearest even, as rint) and leaves that integer, two's
+// complement, in the low word of the sum.
+__device__ __forceinline__ int32_t scaled_integer(float a, double f, bool& inexact) {
+    constexpr double kMagic52 = 6755399441055744.0;  // 1.5 x 2^52
+    const double x = double(a) * f;
+    const double t = x + kMagic52;
+    inexact = inexact || t - kMagic52 != x;
+    return int32_t(uint32_t(__double_as_longlong(t)));
+}
+
+// The seven residues of a scaled integer v (|v| < 2^28) as bytes e of word[0..6], the
+// canonical ones of oz::symmetric_residue, in FP32 arithmetic on integers: a float integer
+// |u| < 2^22 plus 1.5 x 2^23 keeps u in the low bits of the sum (its last place is 1), so one
+// add converts either way. With v = hi 2^14 + lo (|hi| <= 2^14, 0 <= lo < 2^14) and
+// c = 2^14 mod m in (-m/2, m/2), y = hi c + lo is congruent to v, below 2^21 + 2^14 and exact
+// from one FMA; q = rint(y / m) from one FMA with 1 / m is at most one off, r = y - q m is
+// exact, and two selects make it canonical. (Checked against symmetric_residue for every v
+// of the range on the CPU, with the same IEEE operations.)
+__device__ __forceinline__ void split_integer(int32_t v, int e, uint32_t (&word)[oz::kModuli]) {
+    constexpr float kMagic = 12582912.0f;  // 1.5 x 2^23
+    constexpr int32_t kMagicBits = 0x4B400000;
+    const float hi = __int_as_float((v >> 14) + kMagicBits) - kMagic;
+    const float lo = __int_as_float((v & 0x3FFF) + kMagicBits) - kMagic;
+#pragma unroll
+    for (int l = 0; l < oz::kModuli; ++l) {
+        const int32_t m = oz::modulus(l);
+        uint32_t byte;
+        if (m == 256) {
+            byte = uint32_t(v) & 0xFFu;
+        } else {
+            const int32_t c = (1 << 14) % m, half = (m - 1) / 2;
+            const float y = fmaf(hi, float(c > half ? c - m : c), lo);
+            const float q = fmaf(y, 1.0f / float(m), kMagic) - kMagic;
+            float r = fmaf(-q, float(m), y);
+            r = r > float(half) ? r - float(m) : r;
+            r = r < -float(half) ? r + float(m) : r;
+            byte = uint32_t(__float_as_int(r + kMagic)) & 0xFFu;
+        }
+        word[l] |= byte << (8 * e);
+    }
+}
+
+// One element: its scaled integer's residues into byte e of word[l]; the line's 1-norm and
+// inexactness accumulate. A line with NaN or Inf (NaN factor) keeps zero residues.
+__device__ __forceinline__ void split_element(float a, double f, bool scalable, int e, uint32_t (&word)[oz::kModuli],
+                                              uint64_t& norm1, bool& inexact) {
+    const int32_t value = scalable ? scaled_integer(a, f, inexact) : 0;
+    norm1 += uint64_t(value < 0 ? -int64_t(value) : int64_t(value));
+    split_integer(value, e, word);
+}
+
+// A block's share of a line's 1-norm and inexactness, added to the line's record (integer
+// sums and an or: the same in any order).
+__device__ __forceinline__ void add_line_terms(OzakiLine& line, uint64_t norm1, bool inexact) {
+    if (norm1 != 0) atomicAdd(reinterpret_cast<unsigned long long*>(&line.norm1), (unsigned long long)norm1);
+    if (inexact) atomicOr(&line.inexact, 1u);
+}
+
+// Lines contiguous along k: a warp per line and kRowChunk values of k per block (grid.y),
+// each lane four neighbouring k per step (one 16-byte load where the line allows it), so
+// that every plane gets 128 contiguous bytes per step.
+__global__ void __launch_bounds__(kRowBlock)
+    residues_rows_kernel(LineView v, int64_t kp, bool vec4, int8_t* planes, OzakiLine* lines) {
+    const int lane = threadIdx.x % 32;
+    const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
+    if (line >= v.lines) return;
+    const float* src = v.src + line * v.ls;
+    const double f = lines[line].factor;
+    const bool scalable = !isnan(f);
+    const int64_t k_end = min(kp, int64_t(blockIdx.y + 1) * kRowChunk);
+    bool inexact = false;
+    uint64_t norm1 = 0;
+    // Two steps per iteration: two loads in flight before the first stores.
+    for (int64_t k0 = int64_t(blockIdx.y) * kRowChunk + 4 * lane; k0 < k_end; k0 += 2 * 4 * 32) {
+        float a[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t k = k0 + h * 4 * 32;
+            if (vec4 && k + 3 < v.K) {
+                const float4 q = *reinterpret_cast<const float4*>(src + k);
+                a[h][0] = q.x, a[h][1] = q.y, a[h][2] = q.z, a[h][3] = q.w;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) a[h][e] = k + e < v.K ? src[k + e] : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t k = k0 + h * 4 * 32;
+            if (k >= k_end) break;
+            uint32_t word[oz::kModuli] = {};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) split_element(a[h][e], f, scalable, e, word, norm1, inexact);
+#pragma unroll
+            for (int l = 0; l < oz::kModuli; ++l)
+                *reinterpret_cast<uint32_t*>(planes + (int64_t(l) * v.lines + line) * kp + k) = word[l];
+        }
+    }
+    for (int w = 16; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
     inexact = __any_sync(0xffffffffu, inexact);
-    if (tx == 0 && line < v.lines) {
-        const oz::LineBound b = oz::line_bound(lines[line].inverse, inexact, norm1);
-        lines[line].e = b.e;
-        lines[line].n = b.n;
+    if (lane == 0) add_line_terms(lines[line], norm1, inexact);
+}
+
+// Lines side by side: a block owns 32 lines and kColChunk = 128 values of k (grid.y).
+// Thread (w, x) reads line l0 + x at k = 32 j + 4 w + e (j, e < 4; each warp-wide load one row
+// of 32 neighbouring lines, 128 bytes), packs the four residues of each k-quad into a word
+// per plane and leaves it in shared memory; the block then writes every plane's 128 bytes
+// per line as whole rows (lane L: word L), so global writes are coalesced too. The warps'
+// 1-norms and inexact flags meet in shared memory.
+__global__ void __launch_bounds__(kLanes* kColWarps)
+    residues_cols_kernel(LineView v, int64_t kp, int8_t* planes, OzakiLine* lines) {
+    constexpr int kWords = kColChunk / 4, kPitch = kWords + 1;  // +1: threads of a warp write distinct banks
+    __shared__ uint32_t staged[oz::kModuli][kLanes][kPitch];
+    __shared__ uint64_t norms[kColWarps][kLanes];
+    __shared__ int flags[kColWarps][kLanes];
+    const int x = threadIdx.x % 32, w = threadIdx.x / 32;
+    const int64_t l0 = int64_t(blockIdx.x) * kLanes, line = l0 + x;
+    const int64_t k0 = int64_t(blockIdx.y) * kColChunk;
+    const bool in = line < v.lines;
+    const double f = in ? lines[line].factor : 0.0;
+    const bool scalable = in && !isnan(f);
+    bool inexact = false;
+    uint64_t norm1 = 0;
+    float a[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int64_t k = k0 + 32 * j + 4 * w + e;
+            a[j][e] = in && k < v.K ? v.src[k * v.ks + line] : 0.0f;
+        }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        uint32_t word[oz::kModuli] = {};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) split_element(a[j][e], f, scalable, e, word, norm1, inexact);
+#pragma unroll
+        for (int l = 0; l < oz::kModuli; ++l) staged[l][x][8 * j + w] = word[l];
+    }
+    norms[w][x] = norm1;
+    flags[w][x] = inexact;
+    __syncthreads();
+    // Row r = (plane, line) of the staged words: warp w takes rows w, w + 8, ...
+    const int64_t k = k0 + 4 * x;  // lane x now writes word x of a row: k .. k + 3
+    for (int r = w; r < oz::kModuli * kLanes; r += kColWarps) {
+        const int l = r / kLanes, ln = r % kLanes;
+        if (l0 + ln < v.lines && k < kp)
+            *reinterpret_cast<uint32_t*>(planes + (int64_t(l) * v.lines + l0 + ln) * kp + k) = staged[l][ln][x];
+    }
+    if (w == 0 && in) {
+        for (int c = 1; c < kColWarps; ++c) norm1 += norms[c][x], inexact = inexact || flags[c][x];
+        add_line_terms(lines[line], norm1, inexact);
     }
 }
 
 void scale_and_split(const LineView& v, bool k_contiguous, int64_t kp, int8_t* planes, OzakiLine* lines,
                      cudaStream_t stream) {
-    const dim3 block(kTile, kTile);
-    const unsigned grid = unsigned((v.lines + kTile - 1) / kTile);
     const double R = oz::norm_bound(v.K);
     if (k_contiguous) {
-        line_sums_kernel<true><<<grid, block, 0, stream>>>(v, R, lines);
+        const unsigned grid = unsigned((v.lines + kRowLines - 1) / kRowLines);
+        const bool vec4 = v.ls % 4 == 0 && (reinterpret_cast<uintptr_t>(v.src) & 15) == 0;
+        line_sums_rows_kernel<<<grid, kRowBlock, 0, stream>>>(v, R, lines);
         FASTGEMM_CUDA_CHECK_LAUNCH();
-        residues_kernel<true><<<grid, block, 0, stream>>>(v, kp, planes, lines);
+        const dim3 chunks(grid, unsigned((kp + kRowChunk - 1) / kRowChunk));
+        residues_rows_kernel<<<chunks, kRowBlock, 0, stream>>>(v, kp, vec4, planes, lines);
     } else {
-        line_sums_kernel<false><<<grid, block, 0, stream>>>(v, R, lines);
+        const unsigned grid = unsigned((v.lines + kLanes - 1) / kLanes);
+        line_sums_cols_kernel<<<grid, kLanes * kLanes, 0, stream>>>(v, R, lines);
         FASTGEMM_CUDA_CHECK_LAUNCH();
-        residues_kernel<false><<<grid, block, 0, stream>>>(v, kp, planes, lines);
+        const dim3 chunks(grid, unsigned((kp + kColChunk - 1) / kColChunk));
+        residues_cols_kernel<<<chunks, kLanes * kColWarps, 0, stream>>>(v, kp, planes, lines);
     }
     FASTGEMM_CUDA_CHECK_LAUNCH();
 }
@@ -139,7 +299,7 @@ EncodeTiled encode_tiled() {
 OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
     const Problem& q = p.problem;
     OzakiOperands o;
-    o.kp = (q.K + kTile - 1) / kTile * kTile;
+    o.kp = (q.K + kLanes - 1) / kLanes * kLanes;
     int8_t* a_planes = static_cast<int8_t*>(ws.get(0, size_t(oz::kModuli) * size_t(q.M) * size_t(o.kp)));
     int8_t* b_planes = static_cast<int8_t*>(ws.get(1, size_t(oz::kModuli) * size_t(q.N) * size_t(o.kp)));
     OzakiLine* lines = static_cast<OzakiLine*>(ws.get(2, size_t(q.M + q.N) * sizeof(OzakiLine)));

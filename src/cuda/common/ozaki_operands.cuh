@@ -8,11 +8,15 @@
 //    partials, a pairwise tree), then its factor f and 1 / f (line_scale);
 //  - residues: the scaled integers rint(f a), their residues for the seven moduli as int8
 //    planes (plane l: lines x kp bytes, K-major, k >= K zero), and the line's error-bound
-//    terms (inexact, 1-norm: line_bound).
-// Blocks of 32 x 32 threads own 32 lines and walk K in 32-wide tiles, loaded through shared
-// memory so that global reads are coalesced along whichever dimension is contiguous. The
-// pass reads each operand twice (the second time mostly from L2) and writes 7 bytes per
-// element: memory-bound, O(size) beside the GEMM's O(size^1.5).
+//    terms (inexact, 1-norm: what line_bound needs).
+// Each kernel comes in two layouts, for lines contiguous along k (a warp per line, lanes
+// along k) and for lines side by side (lanes across 32 neighbouring lines, so that every
+// warp-wide load is one 128-byte row), so that global reads are coalesced whatever the
+// transposes; the residue kernels split K over blocks as well, and add their shares of a
+// line's bound terms with atomics (integer sums: the same in any order). The integer
+// arithmetic avoids the conversion unit (16 instructions a clock per SM on sm_90). The pass
+// reads each operand twice and writes 7 bytes per element: memory-bound, O(size) beside the
+// GEMM's O(size^1.5).
 #pragma once
 
 #include <cstdint>
@@ -26,10 +30,14 @@
 namespace fastgemm {
 namespace cuda {
 
-// What the epilogue needs of a line: 1 / f (NaN for a line holding NaN or Inf) and the
-// bound terms e, n (ozaki::LineBound); factor f is the pass's own.
+// What the epilogue needs of a line: 1 / f (NaN for a line holding NaN or Inf), and the
+// terms of its error bound, the 1-norm of its scaled integers and whether any was rounded
+// (ozaki::line_bound turns them into e and n); factor f is the pass's own. The residue
+// kernels add their blocks' shares of norm1 and inexact with atomics.
 struct OzakiLine {
-    double factor, inverse, e, n;
+    double factor, inverse;
+    uint64_t norm1;
+    uint32_t inexact, unused;
 };
 
 struct OzakiOperands {

@@ -1,37 +1,42 @@
 // Rung 15, fp32_ozaki on INT8 wgmma: an FP32-accurate product from exact integer products
 // of the operands' residues (src/ozaki/ozaki_scheme.hpp; design and guarantee in
-// docs/ozaki.md). NOT YET RUN ON A GPU: it is compiled and checked for spills here, and stays
-// out of kernel="auto" (auto_candidate = false in ladder_table.cpp) until tests/test_cuda.py
-// has passed on an H200 (docs/cuda-kernels.md, "Rung 15").
+// docs/ozaki.md). Not an auto candidate (ladder_table.cpp) while fp32x3 is faster on some of
+// the shapes it would serve (docs/ozaki.md, "What is still open").
 //
 // - Operand pass (common/ozaki_operands.cu): per line of op(A) and op(B) the scale, the seven
 //   int8 residue planes (K-major, so one kernel serves every transpose) and the bound terms.
 // - Owns: a block owns 128 x 256 tiles of C in turn (persistent, one block per SM, grouped
-//   rasterisation); for each tile it runs the K loop once per modulus, seven times.
+//   rasterisation); for each tile it runs the K loop once per modulus, seven times. Blocks
+//   run in clusters of two on vertically adjacent tiles: each loads its own A box and half
+//   of the shared B box, multicast to both, so that B is read from L2 once per pair.
 // - Roles (384 threads): warp 0 produces (one thread issues TMA: a 128 x 128-byte box of A's
-//   plane l and a 256 x 128-byte box of B's into a 4-stage ring of 48 KB stages); warpgroups
-//   1 and 2 multiply (wgmma m64n256k32 s8 x s8 -> s32, both operands from shared memory,
-//   warpgroup c owning rows [64c, 64c + 64) of the tile, 128 accumulators a thread); warps 1-3
-//   reconstruct, so that the CRT, the certificate and the stores of one tile overlap the next
-//   tile's products. (Reconstruction gets no warpgroup of its own: ptxas compiles every role
-//   within the launch's register share, 65536 / threads, and the multipliers' 128
-//   accumulators need more than the 128 a 512-thread block leaves.)
+//   plane l and its half of the 256 x 128-byte box of B's into a 4-stage ring of 48 KB
+//   stages); warpgroups 1 and 2 multiply (wgmma m64n256k32 s8 x s8 -> s32, both operands
+//   from shared memory, warpgroup c owning rows [64c, 64c + 64) of the tile, 128
+//   accumulators a thread); warps 1-3 reconstruct, so that the CRT, the certificate and the
+//   stores of one tile overlap the next tile's products. (Reconstruction gets no warpgroup of
+//   its own: ptxas compiles every role within the launch's register share, 65536 / threads,
+//   and the multipliers' 128 accumulators need more than the 128 a 512-thread block leaves.)
+// - A stage is refilled once the multipliers of both blocks of the cluster have released it:
+//   each multiplier warp arrives on the empty barrier of its own block and of its partner's.
 // - After each modulus the multipliers reduce their accumulators mod m (exact: step 3 of the
 //   scheme) and store the residues, four to a word, in the block's stash in global memory
-//   (L2-resident: 8 planes of 32 words x 256 threads, 256 KB a block; each thread writes
-//   and later reads its own words, coalesced by thread). K beyond 2^17 is reduced mod m
-//   every 1024 k-tiles inside the loop.
-// - The reconstruction warps wait for a tile's seven planes, rebuilds every C' (int64),
-//   unscales it, sums bound^2 and result^2 per 64 x 64 region, stores the certified regions
-//   (alpha c + beta C) and lists the others for the IEEE FP32 kernel of nonfinite.cuh, which
-//   runs after this kernel. Lines with NaN or Inf have NaN scales, so their regions are
-//   never certified. The stash is handed over with two mbarriers (full: all seven planes of
-//   a tile written; free: the reconstruction done with them); modulus 0 alternates between
-//   two planes so that the multipliers wait, if at all, only before their second plane.
+//   (2 x 7 planes of 32 words x 256 threads, 448 KB a block: two tiles' planes, so that one
+//   tile is rebuilt while the next one's are written; each thread writes its own words,
+//   coalesced by thread). K beyond 2^17 is reduced mod m every 1024 k-tiles inside the loop.
+// - The reconstruction warps wait for a tile's seven planes, rebuild every C' (int64),
+//   unscale it, sum result^2 per 64 x 64 region (the regions' bounds follow in closed form
+//   from sums over their lines), store the results and list the uncertified regions for the
+//   IEEE FP32 kernel of nonfinite.cuh, which runs after this kernel and rewrites them. Lines
+//   with NaN or Inf have NaN scales, so their regions are never certified. The stash is
+//   handed over with two pairs of mbarriers (full: a tile's seven planes written; free: the
+//   reconstruction done with them), one pair per half of the stash.
 // The result equals ozaki_reference's (src/cpu/ozaki_reference.cpp) bit for bit wherever
 // beta == 0 (the certificate's sums are added in another order, which can change a verdict
 // only for a region within 2^-40 of its threshold).
 // Constraints: any shape and transposes; an sm_90 GPU.
+#include <string>
+
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/hopper.cuh"
 #include "cuda/common/launch_checks.hpp"
@@ -60,10 +65,10 @@ struct Ozaki128x256 {
     static constexpr int MULTIPLIERS = 256;                          // threads of warpgroups 1-2
     static constexpr int WORDS = 32;                                 // stash words a thread, per plane
     static constexpr int PLANE_WORDS = WORDS * MULTIPLIERS;
-    static constexpr int SLOTS = oz::kModuli + 1;  // modulus 0 alternates between slots 0 and 7
-    static constexpr int LINE_BYTES = (BM + BN) * 3 * 8;  // the tile's rows and columns: inverse, e, n
-    static constexpr int SUM_BYTES = 8 * 3 * 2 * 8;        // 8 regions x 3 warps x 2 sums
-    static constexpr int BAR_BYTES = (2 * STAGES + 2) * 8;
+    static constexpr int SLOTS = 2 * oz::kModuli;  // two tiles' planes: one rebuilt while the next is written
+    static constexpr int LINE_BYTES = (BM + BN) * 8;   // 1 / f of the tile's rows and columns
+    static constexpr int SUM_BYTES = (6 * 6 + 2 * 3) * 8;  // six line blocks' bound sums, two regions' warp sums
+    static constexpr int BAR_BYTES = (2 * STAGES + 4) * 8;
     static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + LINE_BYTES + SUM_BYTES + BAR_BYTES;
     static_assert(SMEM_BYTES <= 227 * 1024, "over the sm_90 shared-memory limit per block");
     static_assert(oz::kExactChunk % BK == 0, "chunks of whole k-tiles");
@@ -79,112 +84,320 @@ struct OzakiArgs {
     int tiles_m, tiles_n, KT;
 };
 
-__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, uint64_t* bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-        "[%5];\n" ::"r"(smem_addr(dst)),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_addr(bar))
-        : "memory");
-}
-
 // Barrier among the 96 reconstruction threads (id 1; 0 is __syncthreads).
 __device__ __forceinline__ void reconstruction_bar() { asm volatile("bar.sync 1, 96;\n" ::: "memory"); }
 
 // The slot of modulus l of the i-th tile this block handles.
-__device__ __forceinline__ int stash_slot(int l, int i) { return l == 0 && (i & 1) ? oz::kModuli : l; }
+__device__ __forceinline__ int stash_slot(int l, int i) { return l + oz::kModuli * (i & 1); }
 
-// x mod m in [-(m-1)/2, (m-1)/2] (odd m) or [-128, 127] (m = 256), exact for every int32 x:
-// the canonical residue of oz::symmetric_residue, from FP32 instructions: x = hi 2^16 + lo,
-// y = hi (2^16 mod m) + lo is below 2^24 in magnitude, so y, q = rint(y / m) and y - q m are
-// exact in FP32; q may be off by one when y / m lies within 2^-7 of a half-integer, which
-// the last two selects correct.
+// x mod m, exact for every int32 x, in FP32 and integer arithmetic without the conversion
+// unit (I2F, F2I and FRND issue 16 a clock per SM on sm_90, against 64-128 for integer and
+// FP32 arithmetic; the multipliers run this on 128 accumulators after every modulus while
+// the tensor cores wait). Adding 1.5 x 2^23 to a float holding an integer v, |v| < 2^22,
+// leaves v in the low bits of the sum (whose unit in the last place is 1): one add converts
+// a small integer either way.
+// - x = hi 2^17 + lo and y = hi c + lo, c = 2^17 mod m in (-m/2, m/2): y is congruent to x
+//   and |y| < 2^21 + 2^17;
+// - q = rint(y / m) from one FMA with 1 / m, at most one off, and r = y - q m exactly;
+// - two selects bring r into [-(m-1)/2, (m-1)/2], oz::symmetric_residue's canonical range.
+// residue_bits returns the bits of r + 1.5 x 2^23: the low byte is r's two's-complement byte,
+// what the stash packs. For m = 256 the low byte of x is the residue, and x is returned.
 struct Modulus {
-    int32_t m, c16, half;
+    int32_t m, c17, half;
     float mf, inv;
 };
 __device__ __forceinline__ Modulus modulus_constants(int l) {
-    const int32_t m = oz::modulus(l);
-    return {m, (1 << 16) % m, (m - 1) / 2, float(m), 1.0f / float(m)};
+    const int32_t m = oz::modulus(l), c17 = (1 << 17) % m;
+    return {m, c17 > m / 2 ? c17 - m : c17, (m - 1) / 2, float(m), 1.0f / float(m)};
 }
-__device__ __forceinline__ int32_t residue(int32_t x, const Modulus& md) {
-    if (md.m == 256) return int32_t(int8_t(uint8_t(uint32_t(x) & 0xFFu)));
-    const float y = float((x >> 16) * md.c16 + (x & 0xFFFF));
-    float r = fmaf(-rintf(y * md.inv), md.mf, y);
+constexpr float kMagic = 12582912.0f;  // 1.5 x 2^23
+constexpr int32_t kMagicBits = 0x4B400000;
+__device__ __forceinline__ int32_t residue_bits(int32_t x, const Modulus& md) {
+    if (md.m == 256) return x;
+    const int32_t y = (x >> 17) * md.c17 + (x & 0x1FFFF);
+    const float yf = __int_as_float(y + kMagicBits) - kMagic;
+    const float q = fmaf(yf, md.inv, kMagic) - kMagic;
+    float r = fmaf(-q, md.mf, yf);
     r = r > float(md.half) ? r - md.mf : r;
     r = r < -float(md.half) ? r + md.mf : r;
-    return int32_t(r);
+    return __float_as_int(r + kMagic);
+}
+// The residue itself, in [-128, 127].
+__device__ __forceinline__ int32_t residue(int32_t x, const Modulus& md) {
+    return md.m == 256 ? int32_t(int8_t(uint8_t(uint32_t(x) & 0xFFu))) : residue_bits(x, md) - kMagicBits;
 }
 
 // Byte e of a word of packed residues, sign-extended.
 __device__ __forceinline__ int32_t residue_byte(uint32_t word, int e) { return int32_t(int8_t(uint8_t(word >> (8 * e)))); }
 
+// The tiles a block handles, in turn. A cluster of CM blocks takes stacks of CM tiles along
+// M (grouped rasterisation over the stacks); block `rank` of the cluster takes tile `rank`
+// of each stack, and the cluster shares the stack's B tile. Every role of every block of a
+// cluster walks the same stacks in the same order, which keeps the ring's phases and the
+// stash's hand-overs in step.
+template <int CM>
+struct TileOrder {
+    int stacks, first, step, rank, stacks_m, tiles_n;
+    __device__ TileOrder(int tiles_m, int tiles_n_)
+        : stacks(((tiles_m + CM - 1) / CM) * tiles_n_),
+          first(int(blockIdx.x) / CM),  // clusters are runs of CM consecutive blocks
+          step(int(gridDim.x) / CM),
+          rank(int(blockIdx.x) % CM),
+          stacks_m((tiles_m + CM - 1) / CM),
+          tiles_n(tiles_n_) {}
+    __device__ void tile(int stack, int& tm, int& tn) const {
+        int sm;
+        grouped_tile(stack, stacks_m, tiles_n, Cfg::GROUP / CM, sm, tn);
+        tm = sm * CM + rank;
+    }
+};
+
+// The sums over a block of 64 lines from which the error bounds of a region follow in
+// closed form. The bound of element (i, j) is e_i a_j + n_i e_j + t, with a_j = K e_j + n_j
+// and t = 2^-149 (oz::element_error_bound), so over the rows i and columns j of a region
+//   sum bound^2 = S(x^2) T(x^2) + S(y^2) T(y^2) + 2 S(xy) T(xy) + 2t (S(x) T(x) + S(y) T(y))
+//                 + t^2 S(1) T(1),
+// with (x, y) = (e, n) for rows (S) and (a, e) for columns (T), lines outside C left out.
+// Every term is non-negative, so the closed form differs from the element-by-element sum
+// only by rounding (relative 2^-45 at most), far inside the certificate's 2^-20 of slack.
+struct LineBlockSums {
+    double xx, yy, xy, x, y, count;
+};
+__device__ __forceinline__ double region_bound_sq(const LineBlockSums& s, const LineBlockSums& t) {
+    constexpr double tiny = 0x1p-149;
+    return fma(s.xx, t.xx, fma(s.yy, t.yy, 2.0 * s.xy * t.xy)) + 2.0 * tiny * fma(s.x, t.x, s.y * t.y) +
+           tiny * tiny * s.count * t.count;
+}
+
+// Reconstruction (warps 1-3). A region of C (64 x 64) is the words w in [8qr, 8qr + 8) of
+// the 128 multiplier threads of warpgroup c: 1024 units of four elements, unit u (owner
+// u % 128, word 8qr + u / 128) handled by thread u % 96, so that neighbouring threads read
+// neighbouring words. A thread loads the next unit's seven words before it rebuilds the
+// current one's elements, so that the stash's latency (L2) overlaps the arithmetic. With
+// beta == 0 the results go to C at once: a region that fails its certificate is rewritten
+// whole by the IEEE kernel afterwards. With beta != 0 C must stay as given until the
+// verdict, so a second pass rebuilds the certified regions and stores alpha c + beta C.
+// Every sum runs in a fixed order: the verdicts do not vary by run.
+template <int CM>
+__device__ __forceinline__ void reconstruct(const OzakiArgs& args, const TileOrder<CM>& order, double* inverse,
+                                            double* sums, uint32_t* stash, uint64_t* stash_full,
+                                            uint64_t* stash_free) {
+    constexpr int BM = Cfg::BM, BN = Cfg::BN, UNITS = 1024, T = Cfg::RECONSTRUCTORS;
+    const Problem& q = args.p.problem;
+    const int t = threadIdx.x - 32, lane = t % 32, warp = t / 32;
+    const float alpha = q.alpha, beta = q.beta;
+    const bool c_pairs = q.ldc % 2 == 0 && (reinterpret_cast<uintptr_t>(args.p.C) & 7) == 0;
+    LineBlockSums* blocks = reinterpret_cast<LineBlockSums*>(sums);  // 2 row blocks, then 4 column blocks
+    double* region_sums = sums + 6 * 6;  // [2][3]: a region's three warp sums, double-buffered
+    int i = 0;
+    for (int stack = order.first; stack < order.stacks; stack += order.step, ++i) {
+        int tm, tn;
+        order.tile(stack, tm, tn);
+        const int64_t m0 = int64_t(tm) * BM, n0 = int64_t(tn) * BN;
+        reconstruction_bar();  // the previous tile's verdicts and stores are done with these
+        // The tile's lines (rows 0..BM-1, then columns): 1 / f for every element, and each
+        // 64-line block's sums for the bounds. Thread t sums lines t % 16 + 16 k of block
+        // t / 16 in increasing k; the 16 threads of a block then combine by a fixed tree.
+        {
+            const int b = t / 16, part = t % 16;
+            LineBlockSums s{0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+            for (int k = 0; k < 4; ++k) {
+                const int x = 64 * b + part + 16 * k;
+                const int64_t at = x < BM ? m0 + x : n0 + (x - BM);
+                const bool in = x < BM ? at < q.M : at < q.N;
+                const OzakiLine* src = x < BM ? args.rows + at : args.cols + at;
+                inverse[x] = in ? src->inverse : 0.0;
+                if (!in) continue;
+                const oz::LineBound lb = oz::line_bound(src->inverse, src->inexact != 0, int64_t(src->norm1));
+                const double e = lb.e, n = lb.n;
+                const double xv = x < BM ? e : fma(double(q.K), e, n), yv = x < BM ? n : e;
+                s.xx = fma(xv, xv, s.xx), s.yy = fma(yv, yv, s.yy), s.xy = fma(xv, yv, s.xy);
+                s.x += xv, s.y += yv, s.count += 1.0;
+            }
+#pragma unroll
+            for (int d = 8; d >= 1; d /= 2) {
+                s.xx += __shfl_xor_sync(0xffffffffu, s.xx, d), s.yy += __shfl_xor_sync(0xffffffffu, s.yy, d);
+                s.xy += __shfl_xor_sync(0xffffffffu, s.xy, d), s.x += __shfl_xor_sync(0xffffffffu, s.x, d);
+                s.y += __shfl_xor_sync(0xffffffffu, s.y, d), s.count += __shfl_xor_sync(0xffffffffu, s.count, d);
+            }
+            if (part == 0) blocks[b] = s;
+        }
+        reconstruction_bar();
+        mbar_wait(&stash_full[i & 1], unsigned(i >> 1) & 1u);
+
+        auto load_words = [&](int c, int qr, int u, uint32_t (&words)[oz::kModuli]) {
+            const int owner = 128 * c + u % 128, w = 8 * qr + u / 128;
+#pragma unroll
+            for (int l = 0; l < oz::kModuli; ++l)
+                words[l] = stash[stash_slot(l, i) * Cfg::PLANE_WORDS + w * Cfg::MULTIPLIERS + owner];
+        };
+        // The four elements of unit u: rows row0 and row0 + 8 of the tile, columns col0, col0 + 1.
+        auto rebuild = [&](int c, int qr, int u, const uint32_t (&words)[oz::kModuli], float (&v)[4], int& row0,
+                           int& col0) {
+            const int local = u % 128, g = (local % 32) >> 2, tq = local & 3;
+            row0 = 64 * c + 16 * (local / 32) + g;
+            col0 = 8 * (8 * qr + u / 128) + 2 * tq;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                int32_t res[oz::kModuli];
+#pragma unroll
+                for (int l = 0; l < oz::kModuli; ++l) res[l] = residue_byte(words[l], e);
+                v[e] = oz::unscale(oz::crt_reconstruct(res), inverse[row0 + 8 * (e >> 1)], inverse[BM + col0 + (e & 1)]);
+            }
+        };
+        // alpha c (+ beta C) for the unit's elements inside C.
+        auto store = [&](const float (&v)[4], int row0, int col0) {
+            const int64_t n = n0 + col0;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int64_t m = m0 + row0 + 8 * h;
+                if (m >= q.M || n >= q.N) continue;
+                float* out = args.p.C + m * q.ldc + n;
+                if (c_pairs && n + 1 < q.N) {
+                    const float2 old = beta == 0.0f ? make_float2(0.0f, 0.0f) : *reinterpret_cast<float2*>(out);
+                    *reinterpret_cast<float2*>(out) =
+                        beta == 0.0f ? make_float2(alpha * v[2 * h], alpha * v[2 * h + 1])
+                                     : make_float2(fmaf(alpha, v[2 * h], beta * old.x), fmaf(alpha, v[2 * h + 1], beta * old.y));
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (n + e < q.N) out[e] = beta == 0.0f ? alpha * v[2 * h + e] : fmaf(alpha, v[2 * h + e], beta * out[e]);
+                }
+            }
+        };
+
+        uint32_t certified = 0;  // bit r: region r = 4c + qr (rows 64c.., columns 64qr..)
+        for (int r = 0; r < 8; ++r) {
+            const int c = r / 4, qr = r % 4;
+            double sum_result_sq = 0.0;
+            uint32_t words[oz::kModuli];
+            load_words(c, qr, t, words);
+            for (int u = t; u < UNITS; u += T) {
+                uint32_t next[oz::kModuli];
+                if (u + T < UNITS) load_words(c, qr, u + T, next);
+                float v[4];
+                int row0, col0;
+                rebuild(c, qr, u, words, v, row0, col0);
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (m0 + row0 + 8 * (e >> 1) < q.M && n0 + col0 + (e & 1) < q.N) sum_result_sq += double(v[e]) * double(v[e]);
+                if (beta == 0.0f) store(v, row0, col0);
+#pragma unroll
+                for (int l = 0; l < oz::kModuli; ++l) words[l] = next[l];
+            }
+            // The region's sum over the 96 threads: within each warp, then warps 0-2.
+#pragma unroll
+            for (int s = 16; s >= 1; s /= 2) sum_result_sq += __shfl_xor_sync(0xffffffffu, sum_result_sq, s);
+            if (lane == 0) region_sums[(r % 2) * 3 + warp] = sum_result_sq;
+            reconstruction_bar();
+            const double* rs = region_sums + (r % 2) * 3;
+            if (oz::region_certified(region_bound_sq(blocks[c], blocks[2 + qr]), (rs[0] + rs[1]) + rs[2], q.K))
+                certified |= 1u << r;
+        }
+
+        if (beta != 0.0f)
+            for (int r = 0; r < 8; ++r) {
+                if (!(certified >> r & 1u)) continue;
+                const int c = r / 4, qr = r % 4;
+                for (int u = t; u < UNITS; u += T) {
+                    uint32_t words[oz::kModuli];
+                    load_words(c, qr, u, words);
+                    float v[4];
+                    int row0, col0;
+                    rebuild(c, qr, u, words, v, row0, col0);
+                    store(v, row0, col0);
+                }
+            }
+        if (t == 0)
+            for (int r = 0; r < 8; ++r) {
+                const int64_t rm = m0 + 64 * (r / 4), rn = n0 + 64 * (r % 4);
+                if (!(certified >> r & 1u) && rm < q.M && rn < q.N) {
+                    const int k = atomicAdd(args.fallback, 1);
+                    args.fallback[1 + 2 * k] = int(rm);
+                    args.fallback[2 + 2 * k] = int(rn);
+                }
+            }
+        mbar_arrive(&stash_free[i & 1]);  // this thread is done with the tile's planes
+    }
+}
+
+template <int CM>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     ozaki_int8_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       const OzakiArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES;
+    constexpr int B_SLICE = Cfg::B_BYTES / CM, BN_SLICE = BN / CM;  // what each block of a cluster loads of B
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = align_smem_1024(smem_raw);
-    double* line_data = reinterpret_cast<double*>(smem + STAGES * Cfg::STAGE_BYTES);  // [3][BM + BN]
-    double* sums = line_data + 3 * (BM + BN);                                            // [8][3][2]
-    uint64_t* full = reinterpret_cast<uint64_t*>(sums + 8 * 3 * 2);
+    double* inverse = reinterpret_cast<double*>(smem + STAGES * Cfg::STAGE_BYTES);  // [BM + BN]
+    double* sums = inverse + (BM + BN);                                               // Cfg::SUM_BYTES
+    uint64_t* full = reinterpret_cast<uint64_t*>(sums + Cfg::SUM_BYTES / 8);
     uint64_t* empty = full + STAGES;
     uint64_t* stash_full = empty + STAGES;
-    uint64_t* stash_free = stash_full + 1;
+    uint64_t* stash_free = stash_full + 2;
 
-    const Problem& q = args.p.problem;
-    const int tiles = args.tiles_m * args.tiles_n, KT = args.KT;
+    const TileOrder<CM> order(args.tiles_m, args.tiles_n);
+    const int KT = args.KT;
     auto stage_of = [](int it) { return int(unsigned(it) % STAGES); };
     auto phase_of = [](int it) { return (unsigned(it) / STAGES) & 1u; };
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 8);  // one arrival per multiplier warp
+            mbar_init(&empty[s], 8 * CM);  // one arrival per multiplier warp of every block of the cluster
         }
-        mbar_init(stash_full, Cfg::MULTIPLIERS);
-        mbar_init(stash_free, Cfg::RECONSTRUCTORS);
+        for (int b = 0; b < 2; ++b) {
+            mbar_init(&stash_full[b], Cfg::MULTIPLIERS);
+            mbar_init(&stash_free[b], Cfg::RECONSTRUCTORS);
+        }
         mbar_fence_init();
     }
     __syncthreads();
+    if (CM > 1) cluster_sync();  // the peers' barriers exist before anything lands on them
 
     const int wg = threadIdx.x / 128;
     uint32_t* const stash = args.stash + int64_t(blockIdx.x) * Cfg::SLOTS * Cfg::PLANE_WORDS;
 
-    if (threadIdx.x < 32) {
-        // Producer: one thread keeps the ring full over every (tile, modulus, k-tile).
-        if (threadIdx.x == 0) {
-            int it = 0;
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                int tm, tn;
-                grouped_tile(tile, args.tiles_m, args.tiles_n, Cfg::GROUP, tm, tn);
-                for (int l = 0; l < oz::kModuli; ++l)
-                    for (int kt = 0; kt < KT; ++kt, ++it) {
-                        const int s = stage_of(it);
-                        if (it >= STAGES) mbar_wait(&empty[s], phase_of(it - STAGES));
-                        uint8_t* st = smem + s * Cfg::STAGE_BYTES;
-                        mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
-                        tma_load_3d(st, &map_a, kt * BK, tm * BM, l, &full[s]);
+    if (threadIdx.x == 0) {
+        // Producer: one thread keeps the ring full over every (tile, modulus, k-tile). Its
+        // A box is its own; its slice of B goes to every block of the cluster, so a stage
+        // is refilled only once all of them have released it (empty counts their warps).
+        int it = 0;
+        for (int stack = order.first; stack < order.stacks; stack += order.step) {
+            int tm, tn;
+            order.tile(stack, tm, tn);
+            for (int l = 0; l < oz::kModuli; ++l)
+                for (int kt = 0; kt < KT; ++kt, ++it) {
+                    const int s = stage_of(it);
+                    if (it >= STAGES) mbar_wait(&empty[s], phase_of(it - STAGES));
+                    uint8_t* st = smem + s * Cfg::STAGE_BYTES;
+                    mbar_expect_tx(&full[s], Cfg::STAGE_BYTES);
+                    tma_load_3d(st, &map_a, kt * BK, tm * BM, l, &full[s]);
+                    if (CM == 1)
                         tma_load_3d(st + Cfg::A_BYTES, &map_b, kt * BK, tn * BN, l, &full[s]);
-                    }
-            }
+                    else
+                        tma_load_3d_multicast(st + Cfg::A_BYTES + order.rank * B_SLICE, &map_b, kt * BK,
+                                              tn * BN + order.rank * BN_SLICE, l, &full[s], uint16_t((1u << CM) - 1));
+                }
         }
-        return;
-    }
-
-    if (wg >= 1) {
+    } else if (wg >= 1) {
         // Multipliers: warpgroup c owns rows [64c, 64c + 64) of the tile.
         const int c = wg - 1, tid = threadIdx.x - 128, lane = threadIdx.x % 32;
         uint32_t acc[128];  // the first wgmma of every modulus overwrites it (scale_d = 0)
 #pragma unroll
         for (int r = 0; r < 128; ++r) acc[r] = 0;
+        auto release = [&](int done) {
+            if (lane == 0) {
+                mbar_arrive(&empty[stage_of(done)]);
+#pragma unroll
+                for (int peer = 1; peer < CM; ++peer) mbar_arrive_in(&empty[stage_of(done)], (order.rank + peer) % CM);
+            }
+        };
         int it = 0, i = 0;
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++i) {
+        for (int stack = order.first; stack < order.stacks; stack += order.step, ++i) {
             for (int l = 0; l < oz::kModuli; ++l) {
                 const Modulus md = modulus_constants(l);
-                auto release = [&](int done) {
-                    if (lane == 0) mbar_arrive(&empty[stage_of(done)]);
-                };
                 for (int kt = 0; kt < KT; ++kt, ++it) {
                     const int s = stage_of(it);
                     mbar_wait(&full[s], phase_of(it));
@@ -213,143 +426,59 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
                 for (int r = 0; r < 128; ++r) fence_operand(acc[r]);
 
-                // Residues, four to a word, into this tile's plane for modulus l. Before the
-                // second plane, the reconstruction of the previous tile must be done with
-                // the shared planes.
-                if (l == 1 && i > 0) mbar_wait(stash_free, unsigned(i - 1) & 1u);
+                // Residues, four to a word, into this tile's plane for modulus l. Tiles take
+                // turns between the two halves of the stash: before the first plane, the
+                // reconstruction of the tile two back must be done with this half.
+                if (l == 0 && i >= 2) mbar_wait(&stash_free[i & 1], unsigned((i >> 1) - 1) & 1u);
                 uint32_t* plane = stash + stash_slot(l, i) * Cfg::PLANE_WORDS + tid;
 #pragma unroll
                 for (int w = 0; w < Cfg::WORDS; ++w) {
                     uint32_t word = 0;
 #pragma unroll
                     for (int e = 0; e < 4; ++e)
-                        word |= uint32_t(uint8_t(int8_t(residue(int32_t(acc[4 * w + e]), md)))) << (8 * e);
+                        word |= (uint32_t(residue_bits(int32_t(acc[4 * w + e]), md)) & 0xFFu) << (8 * e);
                     plane[w * Cfg::MULTIPLIERS] = word;
                 }
             }
-            mbar_arrive(stash_full);  // this thread's seven planes of the tile are written
+            mbar_arrive(&stash_full[i & 1]);  // this thread's seven planes of the tile are written
         }
-        return;
+    } else if (threadIdx.x >= 32) {
+        reconstruct(args, order, inverse, sums, stash, stash_full, stash_free);
     }
-
-    // Reconstruction (warps 1-3). A region of C (64 x 64) is the words w in [8qr, 8qr + 8) of
-    // the 128 multiplier threads of warpgroup c: 1024 units of four elements, unit u (owner
-    // u % 128, word 8qr + u / 128) handled by thread u % 96, so that neighbouring threads read
-    // neighbouring words. Every sum runs in a fixed order: the verdicts do not vary by run.
-    const int t = threadIdx.x - 32, lane = t % 32, warp = t / 32;
-    const float alpha = q.alpha, beta = q.beta;
-    const bool c_pairs = q.ldc % 2 == 0 && (reinterpret_cast<uintptr_t>(args.p.C) & 7) == 0;
-    constexpr int LINES = BM + BN, UNITS = 1024;
-    int i = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x, ++i) {
-        int tm, tn;
-        grouped_tile(tile, args.tiles_m, args.tiles_n, Cfg::GROUP, tm, tn);
-        const int64_t m0 = int64_t(tm) * BM, n0 = int64_t(tn) * BN;
-        // The tile's lines: rows 0..BM-1, then columns; zeros outside C.
-        for (int x = t; x < LINES; x += Cfg::RECONSTRUCTORS) {
-            const int64_t at = x < BM ? m0 + x : n0 + (x - BM);
-            const bool in = x < BM ? at < q.M : at < q.N;
-            const OzakiLine* src = x < BM ? args.rows + at : args.cols + at;
-            line_data[x] = in ? src->inverse : 0.0;
-            line_data[LINES + x] = in ? src->e : 0.0;
-            line_data[2 * LINES + x] = in ? src->n : 0.0;
-        }
-        reconstruction_bar();
-        mbar_wait(stash_full, unsigned(i) & 1u);
-
-        uint32_t certified = 0;  // bit r: region r = 4c + qr (rows 64c.., columns 64qr..)
-        for (int r = 0; r < 8; ++r) {
-            const int c = r / 4, qr = r % 4;
-            double sum_result_sq = 0.0, sum_bound_sq = 0.0;
-            for (int u = t; u < UNITS; u += Cfg::RECONSTRUCTORS) {
-                const int local = u % 128, owner = 128 * c + local, w = 8 * qr + u / 128;
-                const int g = (local % 32) >> 2, tq = local & 3;
-                const int row0 = 64 * c + 16 * (local / 32) + g;  // rows row0 and row0 + 8 of the tile
-                uint32_t words[oz::kModuli];
-#pragma unroll
-                for (int l = 0; l < oz::kModuli; ++l)
-                    words[l] = stash[stash_slot(l, i) * Cfg::PLANE_WORDS + w * Cfg::MULTIPLIERS + owner];
-                float v[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int row = row0 + 8 * (e >> 1), col = 8 * w + 2 * tq + (e & 1);
-                    int32_t res[oz::kModuli];
-#pragma unroll
-                    for (int l = 0; l < oz::kModuli; ++l) res[l] = residue_byte(words[l], e);
-                    v[e] = oz::unscale(oz::crt_reconstruct(res), line_data[row], line_data[BM + col]);
-                    const double bound =
-                        oz::element_error_bound({line_data[LINES + row], line_data[2 * LINES + row]},
-                                                {line_data[LINES + BM + col], line_data[2 * LINES + BM + col]}, q.K);
-                    if (m0 + row < q.M && n0 + col < q.N) {
-                        sum_result_sq += double(v[e]) * double(v[e]);
-                        sum_bound_sq += bound * bound;
-                    }
-                }
-                // The results go where residues 1-4 of these elements were, for the stores.
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    stash[stash_slot(1 + e, i) * Cfg::PLANE_WORDS + w * Cfg::MULTIPLIERS + owner] = __float_as_uint(v[e]);
-            }
-            // The region's sums over the 96 threads: within each warp, then warps 0-2.
-#pragma unroll
-            for (int s = 16; s >= 1; s /= 2) {
-                sum_result_sq += __shfl_xor_sync(0xffffffffu, sum_result_sq, s);
-                sum_bound_sq += __shfl_xor_sync(0xffffffffu, sum_bound_sq, s);
-            }
-            double* slot = sums + r * 6;
-            if (lane == 0) slot[2 * warp] = sum_result_sq, slot[2 * warp + 1] = sum_bound_sq;
-            reconstruction_bar();
-            if (oz::region_certified((slot[1] + slot[3]) + slot[5], (slot[0] + slot[2]) + slot[4], q.K))
-                certified |= 1u << r;
-        }
-
-        // Certified regions go to C; the others to the IEEE kernel.
-        for (int r = 0; r < 8; ++r) {
-            if (!(certified >> r & 1u)) continue;
-            const int c = r / 4, qr = r % 4;
-            for (int u = t; u < UNITS; u += Cfg::RECONSTRUCTORS) {
-                const int local = u % 128, owner = 128 * c + local, w = 8 * qr + u / 128;
-                const int g = (local % 32) >> 2, tq = local & 3;
-                float v[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    v[e] = __uint_as_float(stash[stash_slot(1 + e, i) * Cfg::PLANE_WORDS + w * Cfg::MULTIPLIERS + owner]);
-                const int64_t n = n0 + 8 * w + 2 * tq;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int64_t m = m0 + 64 * c + 16 * (local / 32) + g + 8 * h;
-                    if (m >= q.M || n >= q.N) continue;
-                    float* out = args.p.C + m * q.ldc + n;
-                    if (c_pairs && n + 1 < q.N) {
-                        const float2 old = beta == 0.0f ? make_float2(0.0f, 0.0f) : *reinterpret_cast<float2*>(out);
-                        *reinterpret_cast<float2*>(out) =
-                            beta == 0.0f ? make_float2(alpha * v[2 * h], alpha * v[2 * h + 1])
-                                         : make_float2(fmaf(alpha, v[2 * h], beta * old.x),
-                                                       fmaf(alpha, v[2 * h + 1], beta * old.y));
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < 2; ++e)
-                            if (n + e < q.N)
-                                out[e] = beta == 0.0f ? alpha * v[2 * h + e] : fmaf(alpha, v[2 * h + e], beta * out[e]);
-                    }
-                }
-            }
-        }
-        if (t == 0)
-            for (int r = 0; r < 8; ++r) {
-                const int64_t rm = m0 + 64 * (r / 4), rn = n0 + 64 * (r % 4);
-                if (!(certified >> r & 1u) && rm < q.M && rn < q.N) {
-                    const int k = atomicAdd(args.fallback, 1);
-                    args.fallback[1 + 2 * k] = int(rm);
-                    args.fallback[2 + 2 * k] = int(rn);
-                }
-            }
-        mbar_arrive(stash_free);  // this thread is done with the tile's planes
-    }
+    if (CM > 1) cluster_sync();  // no block leaves while a peer may still signal its barriers
 #endif
 }
 
 }  // namespace
+
+// The persistent kernel with clusters of CM blocks: as many clusters as fit at once (one
+// block per SM), at most one per stack of tiles.
+template <int CM>
+void launch_residue_products(const OzakiOperands& ops, OzakiArgs args, cudaStream_t stream, Workspace& ws) {
+    const Problem& q = args.p.problem;
+    const CUtensorMap map_a = make_residue_map(ops.a_planes, q.M, ops.kp, Cfg::BM);
+    const CUtensorMap map_b = make_residue_map(ops.b_planes, q.N, ops.kp, Cfg::BN / CM);
+    auto* kernel = ozaki_int8_kernel<CM>;
+    allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = CM, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.blockDim = dim3(Cfg::kThreads);
+    config.dynamicSmemBytes = Cfg::SMEM_BYTES;
+    config.stream = stream;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    config.gridDim = dim3(CM);
+    int clusters = 0;
+    FASTGEMM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    if (clusters < 1) throw KernelError("ozaki_int8_128x256: no cluster of " + std::to_string(CM) + " blocks fits");
+    const int64_t stacks = ceil_div(args.tiles_m, CM) * int64_t(args.tiles_n);
+    const unsigned blocks = unsigned(CM * (stacks < clusters ? stacks : clusters));
+    config.gridDim = dim3(blocks);
+    args.stash = static_cast<uint32_t*>(ws.get(3, size_t(blocks) * Cfg::SLOTS * Cfg::PLANE_WORDS * sizeof(uint32_t)));
+    FASTGEMM_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, map_a, map_b, args));
+}
 
 void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
     const Problem& q = p.problem;
@@ -360,26 +489,22 @@ void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Wor
         return;
     }
     const OzakiOperands ops = prepare_ozaki_operands(p, stream, ws);
-    const CUtensorMap map_a = make_residue_map(ops.a_planes, q.M, ops.kp, Cfg::BM);
-    const CUtensorMap map_b = make_residue_map(ops.b_planes, q.N, ops.kp, Cfg::BN);
-    int dev = 0, sms = 0;
-    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
-    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     OzakiArgs args;
     args.p = p;
     args.rows = ops.rows, args.cols = ops.cols;
     args.tiles_m = int(ceil_div(q.M, Cfg::BM)), args.tiles_n = int(ceil_div(q.N, Cfg::BN));
     args.KT = int(ceil_div(q.K, Cfg::BK));
-    const int64_t tiles = int64_t(args.tiles_m) * args.tiles_n;
-    const unsigned blocks = unsigned(tiles < sms ? tiles : sms);
-    args.stash = static_cast<uint32_t*>(ws.get(3, size_t(blocks) * Cfg::SLOTS * Cfg::PLANE_WORDS * sizeof(uint32_t)));
     // The regions of C (64 x 64) the certificate may leave to the IEEE kernel: a count, then
     // (m0, n0) pairs.
     const int64_t regions = ceil_div(q.M, oz::kRegion) * ceil_div(q.N, oz::kRegion);
     args.fallback = static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int)));
     FASTGEMM_CUDA_CHECK(cudaMemsetAsync(args.fallback, 0, sizeof(int), stream));
-    allow_dynamic_smem(ozaki_int8_kernel, Cfg::SMEM_BYTES);
-    ozaki_int8_kernel<<<blocks, Cfg::kThreads, Cfg::SMEM_BYTES, stream>>>(map_a, map_b, args);
+    // Pairs of blocks share B's tiles (one L2 read for two SMs); a single row of tiles has
+    // no partner.
+    if (args.tiles_m > 1)
+        launch_residue_products<2>(ops, args, stream, ws);
+    else
+        launch_residue_products<1>(ops, args, stream, ws);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     gemm_ieee_listed(p, args.fallback, int(regions), oz::kRegion, oz::kRegion, stream);
 }
