@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda/common/cuda_check.hpp"
+#include "cuda/common/ozaki_residue.cuh"
 #include "ozaki/ozaki_scheme.hpp"
 
 namespace fastgemm {
@@ -110,34 +111,18 @@ __device__ __forceinline__ int32_t scaled_integer(float a, double f, bool& inexa
 }
 
 // The seven residues of a scaled integer v (|v| < 2^28) as bytes e of word[0..6], the
-// canonical ones of oz::symmetric_residue, in FP32 arithmetic on integers: a float integer
-// |u| < 2^22 plus 1.5 x 2^23 keeps u in the low bits of the sum (its last place is 1), so one
-// add converts either way. With v = hi 2^14 + lo (|hi| <= 2^14, 0 <= lo < 2^14) and
-// c = 2^14 mod m in (-m/2, m/2), y = hi c + lo is congruent to v, below 2^21 + 2^14 and exact
-// from one FMA; q = rint(y / m) from one FMA with 1 / m is at most one off, r = y - q m is
-// exact, and two selects make it canonical. (Checked against symmetric_residue for every v
-// of the range on the CPU, with the same IEEE operations.)
+// canonical ones of oz::symmetric_residue (ozaki_residue.cuh): v = hi 2^14 + lo with
+// |hi| <= 2^14 and 0 <= lo < 2^14, converted once, and y = hi (2^14 mod m) + lo, below
+// 2^21 + 2^14 and exact from one FMA per modulus.
 __device__ __forceinline__ void split_integer(int32_t v, int e, uint32_t (&word)[oz::kModuli]) {
-    constexpr float kMagic = 12582912.0f;  // 1.5 x 2^23
-    constexpr int32_t kMagicBits = 0x4B400000;
-    const float hi = __int_as_float((v >> 14) + kMagicBits) - kMagic;
-    const float lo = __int_as_float((v & 0x3FFF) + kMagicBits) - kMagic;
+    const float hi = small_int_to_float(v >> 14), lo = small_int_to_float(v & 0x3FFF);
 #pragma unroll
     for (int l = 0; l < oz::kModuli; ++l) {
         const int32_t m = oz::modulus(l);
-        uint32_t byte;
-        if (m == 256) {
-            byte = uint32_t(v) & 0xFFu;
-        } else {
-            const int32_t c = (1 << 14) % m, half = (m - 1) / 2;
-            const float y = fmaf(hi, float(c > half ? c - m : c), lo);
-            const float q = fmaf(y, 1.0f / float(m), kMagic) - kMagic;
-            float r = fmaf(-q, float(m), y);
-            r = r > float(half) ? r - float(m) : r;
-            r = r < -float(half) ? r + float(m) : r;
-            byte = uint32_t(__float_as_int(r + kMagic)) & 0xFFu;
-        }
-        word[l] |= byte << (8 * e);
+        const uint32_t byte =
+            m == 256 ? uint32_t(v)
+                     : uint32_t(odd_residue_bits(fmaf(hi, float(symmetric_pow2_mod(14, m)), lo), odd_modulus(m)));
+        word[l] |= (byte & 0xFFu) << (8 * e);
     }
 }
 

@@ -20,6 +20,16 @@ int64_t resident_blocks(Kernel* kernel, int threads, int smem_bytes) {
     return resident_blocks(reinterpret_cast<const void*>(kernel), threads, smem_bytes);
 }
 
+// Clusters of `cluster_blocks` blocks of `kernel` resident at once on the current GPU (0 if
+// none fits); the first call also allows it `smem_bytes` of dynamic shared memory. Asked
+// once per kernel, device and launch shape, as resident_blocks.
+int64_t resident_clusters(const void* kernel, int threads, int smem_bytes, int cluster_blocks);
+
+template <class Kernel>
+int64_t resident_clusters(Kernel* kernel, int threads, int smem_bytes, int cluster_blocks) {
+    return resident_clusters(reinterpret_cast<const void*>(kernel), threads, smem_bytes, cluster_blocks);
+}
+
 // Allows `kernel` `smem_bytes` of dynamic shared memory on the current GPU (a launch of
 // more than 48 KiB needs it), asking the driver once per kernel, device and size: a
 // driver call on every launch is a measurable part of a small product's host time.

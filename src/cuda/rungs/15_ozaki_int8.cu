@@ -42,6 +42,7 @@
 #include "cuda/common/launch_checks.hpp"
 #include "cuda/common/nonfinite.cuh"
 #include "cuda/common/ozaki_operands.cuh"
+#include "cuda/common/ozaki_residue.cuh"
 #include "cuda/common/ozaki_wgmma.cuh"
 #include "cuda/common/raster.cuh"
 #include "cuda/common/residency.hpp"
@@ -90,41 +91,25 @@ __device__ __forceinline__ void reconstruction_bar() { asm volatile("bar.sync 1,
 // The slot of modulus l of the i-th tile this block handles.
 __device__ __forceinline__ int stash_slot(int l, int i) { return l + oz::kModuli * (i & 1); }
 
-// x mod m, exact for every int32 x, in FP32 and integer arithmetic without the conversion
-// unit (I2F, F2I and FRND issue 16 a clock per SM on sm_90, against 64-128 for integer and
-// FP32 arithmetic; the multipliers run this on 128 accumulators after every modulus while
-// the tensor cores wait). Adding 1.5 x 2^23 to a float holding an integer v, |v| < 2^22,
-// leaves v in the low bits of the sum (whose unit in the last place is 1): one add converts
-// a small integer either way.
-// - x = hi 2^17 + lo and y = hi c + lo, c = 2^17 mod m in (-m/2, m/2): y is congruent to x
-//   and |y| < 2^21 + 2^17;
-// - q = rint(y / m) from one FMA with 1 / m, at most one off, and r = y - q m exactly;
-// - two selects bring r into [-(m-1)/2, (m-1)/2], oz::symmetric_residue's canonical range.
-// residue_bits returns the bits of r + 1.5 x 2^23: the low byte is r's two's-complement byte,
-// what the stash packs. For m = 256 the low byte of x is the residue, and x is returned.
+// x mod m for the accumulators, exact for every int32 x (ozaki_residue.cuh): x = hi 2^17 +
+// lo and y = hi (2^17 mod m) + lo, below 2^21 + 2^17 in magnitude. residue_bits returns the
+// bits of the canonical residue r plus 1.5 x 2^23, whose low byte is what the stash packs;
+// for m = 256 the low byte of x is the residue, and x is returned.
 struct Modulus {
-    int32_t m, c17, half;
-    float mf, inv;
+    int32_t m, c17;
+    OddModulus odd;
 };
 __device__ __forceinline__ Modulus modulus_constants(int l) {
-    const int32_t m = oz::modulus(l), c17 = (1 << 17) % m;
-    return {m, c17 > m / 2 ? c17 - m : c17, (m - 1) / 2, float(m), 1.0f / float(m)};
+    const int32_t m = oz::modulus(l);
+    return {m, symmetric_pow2_mod(17, m), odd_modulus(m)};
 }
-constexpr float kMagic = 12582912.0f;  // 1.5 x 2^23
-constexpr int32_t kMagicBits = 0x4B400000;
 __device__ __forceinline__ int32_t residue_bits(int32_t x, const Modulus& md) {
     if (md.m == 256) return x;
-    const int32_t y = (x >> 17) * md.c17 + (x & 0x1FFFF);
-    const float yf = __int_as_float(y + kMagicBits) - kMagic;
-    const float q = fmaf(yf, md.inv, kMagic) - kMagic;
-    float r = fmaf(-q, md.mf, yf);
-    r = r > float(md.half) ? r - md.mf : r;
-    r = r < -float(md.half) ? r + md.mf : r;
-    return __float_as_int(r + kMagic);
+    return odd_residue_bits(small_int_to_float((x >> 17) * md.c17 + (x & 0x1FFFF)), md.odd);
 }
 // The residue itself, in [-128, 127].
 __device__ __forceinline__ int32_t residue(int32_t x, const Modulus& md) {
-    return md.m == 256 ? int32_t(int8_t(uint8_t(uint32_t(x) & 0xFFu))) : residue_bits(x, md) - kMagicBits;
+    return md.m == 256 ? int32_t(int8_t(uint8_t(uint32_t(x) & 0xFFu))) : residue_bits(x, md) - kSmallIntMagicBits;
 }
 
 // Byte e of a word of packed residues, sign-extended.
@@ -459,23 +444,20 @@ void launch_residue_products(const OzakiOperands& ops, OzakiArgs args, cudaStrea
     const CUtensorMap map_a = make_residue_map(ops.a_planes, q.M, ops.kp, Cfg::BM);
     const CUtensorMap map_b = make_residue_map(ops.b_planes, q.N, ops.kp, Cfg::BN / CM);
     auto* kernel = ozaki_int8_kernel<CM>;
-    allow_dynamic_smem(kernel, Cfg::SMEM_BYTES);
+    const int64_t clusters = resident_clusters(kernel, Cfg::kThreads, Cfg::SMEM_BYTES, CM);
+    if (clusters < 1) throw KernelError("ozaki_int8_128x256: no cluster of " + std::to_string(CM) + " blocks fits");
+    const int64_t stacks = ceil_div(args.tiles_m, CM) * int64_t(args.tiles_n);
+    const unsigned blocks = unsigned(CM * (stacks < clusters ? stacks : clusters));
     cudaLaunchAttribute cluster;
     cluster.id = cudaLaunchAttributeClusterDimension;
     cluster.val.clusterDim.x = CM, cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
     cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(blocks);
     config.blockDim = dim3(Cfg::kThreads);
     config.dynamicSmemBytes = Cfg::SMEM_BYTES;
     config.stream = stream;
     config.attrs = &cluster;
     config.numAttrs = 1;
-    config.gridDim = dim3(CM);
-    int clusters = 0;
-    FASTGEMM_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    if (clusters < 1) throw KernelError("ozaki_int8_128x256: no cluster of " + std::to_string(CM) + " blocks fits");
-    const int64_t stacks = ceil_div(args.tiles_m, CM) * int64_t(args.tiles_n);
-    const unsigned blocks = unsigned(CM * (stacks < clusters ? stacks : clusters));
-    config.gridDim = dim3(blocks);
     args.stash = static_cast<uint32_t*>(ws.get(3, size_t(blocks) * Cfg::SLOTS * Cfg::PLANE_WORDS * sizeof(uint32_t)));
     FASTGEMM_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, map_a, map_b, args));
 }
