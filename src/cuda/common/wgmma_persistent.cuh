@@ -52,9 +52,13 @@ struct WgmmaPersistentConfig {
     // the few-row tiles, where the tensor cores have time to spare, give every k8 step
     // (16 and 32 rows) or every two (64 rows) an accumulator of its own, promote each
     // k-tile, and add its TEMPS partial sums in a fixed tree before the FP32 result.
-    static constexpr bool Overlap = !X3;
+    // A run of at most SHORT_RUN k-tiles (K up to 2304, or a split-K unit as short)
+    // orders all of a block's small products before any big one: half the error, where
+    // cuBLAS's split sums err less than fp32x3's 4.8e-7 of long runs, for about 1% of the
+    // time there (8-15% on long runs, which therefore keep the interleaved order).
     static constexpr int TEMPS = !X3 ? 1 : BM <= 32 ? 4 : BM == 64 ? 2 : 1;
     static constexpr int PROMOTE = TEMPS > 1 ? 1 : 2;
+    static constexpr int SHORT_RUN = 72;
     static_assert(PROMOTE == 1 || PROMOTE == 2, "the k loop runs k-tiles in pairs");
     static_assert(TEMPS == 1 || TEMPS == 2 || TEMPS == 4, "a k-tile's four k8 steps, in equal shares");
     static constexpr int kThreads = 384;
@@ -269,70 +273,70 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 }
             }
     };
+    auto a_stage = [&](int it) { return smem_addr(smem + stage_of(it) * Cfg::STAGE_BYTES); };
+    auto release = [&](auto q, int it_done) {  // k-tile it_done (fragment parity q) is finished
+#pragma unroll
+        for (int kk = 0; kk < KK; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                fence_operand(fb[decltype(q)::value][kk][r]);
+                if (Cfg::X3) fence_operand(fs[decltype(q)::value][kk][r]);
+            }
+        if (lane == 0) mbar_arrive(&empty[stage_of(it_done)]);
+    };
 
-    // k-tile j of a run of nk starting at ring step itb; the next k-tile's fragments are
-    // loaded while its wgmmas run.
-    // - Overlap (tf32): the wgmmas are left in flight. Waiting until at most this
-    //   k-tile's group is pending means the previous k-tile is done, so its fragment
-    //   buffer (the other parity) is refilled and its stage released; the tensor cores
-    //   hold this warpgroup's next k-tile before its last one drains.
-    // - fp32x3: the products of PROMOTE k-tiles gather in dt (restarted at the first;
-    //   with TEMPS accumulators, each restarted at its first k8 step),
-    //   then are waited for and added into the FP32 result d. With PROMOTE = 2 the first
-    //   k-tile of a pair stays in flight while the second is issued.
-    auto tile_step = [&](auto parity, int itb, int j, int nk) {
+    // tf32: k-tile j of a run of nk from ring step itb, its wgmmas left in flight.
+    // Waiting until at most this k-tile's group is pending means the previous k-tile is
+    // done, so its fragment buffer (the other parity) is refilled and its stage released;
+    // the tensor cores hold this warpgroup's next k-tile before its last one drains.
+    auto tf32_step = [&](auto parity, int itb, int j, int nk) {
         constexpr int P = decltype(parity)::value;
-        const int it = itb + j, s = stage_of(it);
+        const int it = itb + j;
         const bool more = j + 1 < nk;
-        const bool restart = j % Cfg::PROMOTE == 0, promote = !more || (j + 1) % Cfg::PROMOTE == 0;
-        const uint32_t a_addr = smem_addr(smem + s * Cfg::STAGE_BYTES);
+        const uint32_t a_addr = a_stage(it);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < KK; ++kk) {
-            const uint64_t desc = desc_kmajor_sw128(a_addr + kk * 32);
-            if constexpr (Cfg::X3) {
-                const uint64_t desc_small = desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32);
-                constexpr int STEPS = KK / Cfg::TEMPS;  // k8 steps per accumulator
-                auto& acc = dt[kk / STEPS];
-                wgmma_rs(acc, fs[P][kk], desc, restart && kk % STEPS == 0 ? 0u : 1u);  // 0 restarts it
-                wgmma_rs(acc, fb[P][kk], desc_small, 1u);
-                wgmma_rs(acc, fb[P][kk], desc, 1u);
-            } else {
-                wgmma_rs(d, fb[P][kk], desc, 1u);
-            }
-        }
+        for (int kk = 0; kk < KK; ++kk) wgmma_rs(d, fb[P][kk], desc_kmajor_sw128(a_addr + kk * 32), 1u);
         wgmma_commit();
-        auto release = [&](auto q, int it_done) {  // k-tile it_done (fragment parity q) is finished
+        wgmma_wait<1>();
+        if (j > 0) release(Parity<P ^ 1>{}, it - 1);
+        if (more) load_fragments(Parity<P ^ 1>{}, it + 1);
+        if (!more) {
+            wgmma_wait<0>();
+            release(Parity<P>{}, it);
+        }
+    };
+
+    // fp32x3 gathers the products of a block of PROMOTE k-tiles in dt (restarted at the
+    // block's first k-tile; with TEMPS accumulators, each at its first k8 step), waits for
+    // them and adds them into the FP32 result d. Per k-tile there are two small products
+    // (B small x A big, B big x A small) and a big one. Every accumulate into dt rounds
+    // towards zero at dt's magnitude, whatever the size of what it adds, so the error
+    // grows with the accumulates made once dt holds big products
+    // (docs/cuda-notes.md#fp32x3-promotion): where the time allows, small products go
+    // first.
+    auto issue_smalls = [&](auto parity, uint32_t a_addr, bool restart) {
+        if constexpr (Cfg::X3) {
+            constexpr int P = decltype(parity)::value;
+            constexpr int STEPS = KK / Cfg::TEMPS;  // k8 steps per accumulator
 #pragma unroll
-            for (int kk = 0; kk < KK; ++kk)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) {
-                    fence_operand(fb[decltype(q)::value][kk][r]);
-                    if (Cfg::X3) fence_operand(fs[decltype(q)::value][kk][r]);
-                }
-            if (lane == 0) mbar_arrive(&empty[stage_of(it_done)]);
-        };
-        if constexpr (Cfg::Overlap) {
-            wgmma_wait<1>();
-            if (j > 0) release(Parity<P ^ 1>{}, it - 1);
-            if (more) load_fragments(Parity<P ^ 1>{}, it + 1);
-            if (!more) {
-                wgmma_wait<0>();
-                release(Parity<P>{}, it);
+            for (int kk = 0; kk < KK; ++kk) {
+                auto& acc = dt[kk / STEPS];
+                wgmma_rs(acc, fs[P][kk], desc_kmajor_sw128(a_addr + kk * 32), restart && kk % STEPS == 0 ? 0u : 1u);
+                wgmma_rs(acc, fb[P][kk], desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32), 1u);
             }
-            return;
         }
-        if (!promote) {  // fp32x3, first of a pair: in flight while the next is issued
-            if (more) load_fragments(Parity<P ^ 1>{}, it + 1);
-            return;
+    };
+    auto issue_bigs = [&](auto parity, uint32_t a_addr) {
+        if constexpr (Cfg::X3) {
+            constexpr int P = decltype(parity)::value;
+            constexpr int STEPS = KK / Cfg::TEMPS;
+#pragma unroll
+            for (int kk = 0; kk < KK; ++kk) wgmma_rs(dt[kk / STEPS], fb[P][kk], desc_kmajor_sw128(a_addr + kk * 32), 1u);
         }
-        if (!restart) {  // the pair's first k-tile is done: its fragments and stage are free
-            wgmma_wait<1>();
-            release(Parity<P ^ 1>{}, it - 1);
-        }
-        if (more) load_fragments(Parity<P ^ 1>{}, it + 1);  // overlaps the wgmmas
-        wgmma_wait<0>();
-        release(Parity<P>{}, it);
+    };
+    // d += the block's partial sums, in a fixed tree over the TEMPS accumulators.
+    auto promote_into_d = [&]() {
         if constexpr (Cfg::X3) {
 #pragma unroll
             for (int i = 0; i < Cfg::ACC; ++i) {
@@ -346,13 +350,98 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         }
     };
 
+    // fp32x3, a block of one k-tile (PROMOTE = 1, or the odd last k-tile of a run); the
+    // next k-tile's fragments load while its wgmmas run.
+    auto x3_single = [&](auto parity, int it, bool more) {
+        constexpr int P = decltype(parity)::value;
+        wgmma_fence();
+        issue_smalls(parity, a_stage(it), true);
+        issue_bigs(parity, a_stage(it));
+        wgmma_commit();
+        if (more) load_fragments(Parity<P ^ 1>{}, it + 1);
+        wgmma_wait<0>();
+        release(parity, it);
+        promote_into_d();
+    };
+    // fp32x3, a block of two k-tiles in a long run: per k8 step the two small products
+    // and then the big one, each k-tile a group; the first group stays in flight while
+    // the second k-tile's fragments load, the second while the next block's first k-tile's
+    // fragments load.
+    auto issue_interleaved = [&](auto parity, uint32_t a_addr, bool restart) {
+        if constexpr (Cfg::X3) {
+            constexpr int P = decltype(parity)::value;
+#pragma unroll
+            for (int kk = 0; kk < KK; ++kk) {
+                const uint64_t desc = desc_kmajor_sw128(a_addr + kk * 32);
+                auto& acc = dt[0];
+                wgmma_rs(acc, fs[P][kk], desc, restart && kk == 0 ? 0u : 1u);
+                wgmma_rs(acc, fb[P][kk], desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32), 1u);
+                wgmma_rs(acc, fb[P][kk], desc, 1u);
+            }
+        }
+    };
+    auto x3_pair_overlapped = [&](int it, bool more) {
+        wgmma_fence();
+        issue_interleaved(Parity<0>{}, a_stage(it), true);
+        wgmma_commit();
+        load_fragments(Parity<1>{}, it + 1);
+        wgmma_fence();
+        issue_interleaved(Parity<1>{}, a_stage(it + 1), false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        release(Parity<0>{}, it);
+        if (more) load_fragments(Parity<0>{}, it + 2);
+        wgmma_wait<0>();
+        release(Parity<1>{}, it + 1);
+        promote_into_d();
+    };
+    // fp32x3, a block of two k-tiles in a short run: both k-tiles' small products before
+    // either's big ones (half the error of the overlapped pair). The first k-tile's big
+    // products close a group; once it is done, that k-tile's stage and fragments are free
+    // and the next block's first fragments load while the second k-tile's big products
+    // run. The tensor cores idle a little longer between blocks than in the overlapped
+    // pair: measured, 1% slower on runs of 16-32 k-tiles, 8-15% on runs of 128 or more.
+    auto x3_pair_smalls_first = [&](int it, bool more) {
+        wgmma_fence();
+        issue_smalls(Parity<0>{}, a_stage(it), true);
+        wgmma_commit();
+        load_fragments(Parity<1>{}, it + 1);
+        wgmma_fence();
+        issue_smalls(Parity<1>{}, a_stage(it + 1), false);
+        issue_bigs(Parity<0>{}, a_stage(it));
+        wgmma_commit();
+        issue_bigs(Parity<1>{}, a_stage(it + 1));
+        wgmma_commit();
+        wgmma_wait<1>();
+        release(Parity<0>{}, it);
+        if (more) load_fragments(Parity<0>{}, it + 2);
+        wgmma_wait<0>();
+        release(Parity<1>{}, it + 1);
+        promote_into_d();
+    };
+
     // k-tiles [itb, itb + nk) of the ring into d (which the caller has zeroed).
     auto run_ktiles = [&](int itb, int nk) {
         if (nk > 0) {
             load_fragments(Parity<0>{}, itb);
-            for (int j = 0; j < nk; j += 2) {
-                tile_step(Parity<0>{}, itb, j, nk);
-                if (j + 1 < nk) tile_step(Parity<1>{}, itb, j + 1, nk);
+            if constexpr (!Cfg::X3) {
+                for (int j = 0; j < nk; j += 2) {
+                    tf32_step(Parity<0>{}, itb, j, nk);
+                    if (j + 1 < nk) tf32_step(Parity<1>{}, itb, j + 1, nk);
+                }
+            } else if constexpr (Cfg::PROMOTE == 1) {
+                for (int j = 0; j < nk; j += 2) {
+                    x3_single(Parity<0>{}, itb + j, j + 1 < nk);
+                    if (j + 1 < nk) x3_single(Parity<1>{}, itb + j + 1, j + 2 < nk);
+                }
+            } else {
+                int j = 0;
+                if (nk <= Cfg::SHORT_RUN) {
+                    for (; j + 1 < nk; j += 2) x3_pair_smalls_first(itb + j, j + 2 < nk);
+                } else {
+                    for (; j + 1 < nk; j += 2) x3_pair_overlapped(itb + j, j + 2 < nk);
+                }
+                if (j < nk) x3_single(Parity<0>{}, itb + j, false);
             }
         }
         // Nothing is pending here (the last step waited); saying so keeps ptxas from
