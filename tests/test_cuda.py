@@ -530,7 +530,7 @@ def test_short_sums_err_no_more_than_cublas(rng, name, M, N, K, ta, tb):
     few rows), its error is below fp32x3's usual 4.8e-7 and a strict chain's 2.1e-7. The
     kernels that replace it there order their sums to match (fp32x3: a short run's small
     products before its big ones; the few-row GEMV: eight products summed apart), so that
-    an FP32-accurate call is never less accurate than the vendor call it replaces."""
+    there too an FP32-accurate call errs no more than the cuBLAS call it replaces."""
     _skip_without_cublas()
     A = rand(rng, K, M) if ta else rand(rng, M, K)
     B = rand(rng, N, K) if tb else rand(rng, K, N)
