@@ -195,6 +195,17 @@ def suite_document(rows: List[dict], **top) -> dict:
                 summary=summarize(rows))
 
 
+def host_blas(_fastgemm) -> str:
+    """The BLAS that fastgemm's cpu backend calls: the numpy-array comparisons against
+    numpy are only like for like when it is numpy's own build (a machine without a
+    package index links the system CBLAS instead of scipy-openblas32)."""
+    try:
+        description = _fastgemm.kernel_info("cpu", "openblas").description
+    except Exception:  # noqa: BLE001 - built without a BLAS baseline
+        return "none"
+    return description.split(": ", 1)[-1]
+
+
 def entry(shape: Shape, ms: Optional[float], rel_err: Optional[float] = None, kernel: Optional[str] = None,
           **extra) -> dict:
     return dict(ms=ms, gflops=shape.flops / (ms * 1e6) if ms else None, rel_err=rel_err, kernel=kernel, **extra)
@@ -492,6 +503,8 @@ def main(argv=None) -> int:
     print(f"# torch {torch.__version__}, numpy {np.__version__}, fastgemm {fastgemm.__version__}, "
           f"commit {os.environ.get('FASTGEMM_COMMIT', 'unknown')}")
     print(f"# device copy bandwidth (1 GiB, read + write): {bw:.0f} GB/s")
+    blas = host_blas(_fastgemm)
+    print(f"# host BLAS of fastgemm's cpu backend (numpy arrays' CPU candidates): {blas}")
     print(f"# {len(shapes)} shapes; times in ms; ratios are the other library's time over fastgemm's\n")
     print(HEADER)
     print("|" + "---|" * (HEADER.count("|") - 1))
@@ -525,7 +538,7 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(suite_document(rows, device=status.device, properties=dict(status.properties),
                                      torch=torch.__version__, copy_bandwidth_gbs=bw, quick=args.quick,
-                                     wall_s=wall_s, stopped_before=stopped), f, indent=1)
+                                     host_blas=blas, wall_s=wall_s, stopped_before=stopped), f, indent=1)
     return 0
 
 
@@ -581,6 +594,7 @@ def merge(paths: List[str], out: str) -> int:
         with open(out, "w") as f:
             json.dump(suite_document(rows, device=first.get("device"), properties=first.get("properties"),
                                      torch=first.get("torch"), copy_bandwidth_gbs=bw, quick=False,
+                                     host_blas=first.get("host_blas"),
                                      wall_s=sum(d.get("wall_s") or 0.0 for d in docs), stopped_before=None,
                                      merged_from=len(docs)), f, indent=1)
     return 0

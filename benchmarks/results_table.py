@@ -612,6 +612,8 @@ def derived_provenance(doc: dict) -> dict:
     keys = ("multiprocessors", "compute capability", "memory", "l2", "max sm clock")
     hardware = ", ".join([str(doc.get("device") or "unknown")] + [f"{k} {props[k]}" for k in keys if k in props])
     versions = {k: str(props[k]) for k in ("cuda runtime", "driver api", "cublas") if k in props}
+    if doc.get("host_blas"):  # cuda_shapes.py: what numpy arrays' CPU candidates call
+        versions["host blas"] = str(doc["host_blas"])
     return dict(hardware=hardware, date=now, commit=os.environ.get("FASTGEMM_COMMIT") or repo_commit(),
                 versions=versions)
 

@@ -131,6 +131,25 @@ def test_shape_suite_covers_what_users_call():
     assert any(s.M % 2 and s.N % 2 and s.K % 2 for s in full if s.category == "odd")
 
 
+def test_shape_suite_names_the_blas_behind_numpy_arrays():
+    class Info:
+        description = "vendor BLAS cblas_sgemm: OpenBLAS 0.3.34 (core SkylakeX)"
+
+    class WithBlas:
+        @staticmethod
+        def kernel_info(backend, name):
+            assert (backend, name) == ("cpu", "openblas")
+            return Info()
+
+    class WithoutBlas:
+        @staticmethod
+        def kernel_info(backend, name):
+            raise KeyError(name)
+
+    assert cuda_shapes.host_blas(WithBlas) == "OpenBLAS 0.3.34 (core SkylakeX)"
+    assert cuda_shapes.host_blas(WithoutBlas) == "none"
+
+
 def _row(label, **ratios):
     base = dict.fromkeys(cuda_shapes.RATIOS)
     base.update(ratios)

@@ -293,6 +293,16 @@ def test_record_of_a_ladder_run_takes_the_gpu_and_the_named_commit(tmp_path, mon
     assert prov["versions"] == {"cublas": "loaded from libcublas.so.13"}
 
 
+def test_record_of_a_cuda_suite_names_the_host_blas_its_numpy_rows_used(tmp_path):
+    run = suite_doc()
+    del run["provenance"]
+    run.update(device="a GPU", properties={"cublas": "loaded from libcublas.so.13"},
+               host_blas="system CBLAS")
+    doc = rt.record(write(tmp_path, "raw", run), tmp_path / "cuda.json", title="shapes",
+                    command="python benchmarks/cuda_shapes.py --json {out}")
+    assert doc["provenance"]["versions"] == {"cublas": "loaded from libcublas.so.13", "host blas": "system CBLAS"}
+
+
 def test_rerun_runs_the_recorded_command_and_keeps_the_title(tmp_path, monkeypatch):
     results = tmp_path / "results"
     results.mkdir()
