@@ -139,6 +139,10 @@ PyObject* cuda_sgemm(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObjec
         // Queuing work takes microseconds, but the first call of a shape class tunes,
         // which takes milliseconds: other Python threads run meanwhile either way.
         without_gil([&] { ran = cuda::run_device_gemm(d, call); });
+#if defined(__GLIBCXX__)
+    } catch (abi::__forced_unwind&) {
+        throw;  // this thread is being ended (see gil.hpp): never stop the unwind here
+#endif
     } catch (...) {
         return static_cast<PyObject*>(set_python_error(std::current_exception()));
     }

@@ -38,6 +38,12 @@ inline bool interpreter_finalizing() {
 #endif
 }
 
+// Finalization can still begin between the check and PyEval_RestoreThread, which then
+// ends the thread by a forced unwind from here (a race seen on CPython 3.11, where Ctrl-C
+// in join() can drop the joined thread from those that finalization waits for, so the
+// interpreter finalizes while that thread computes). The unwind must reach CPython's
+// frames: every catch (...) between a call of this and Python rethrows
+// abi::__forced_unwind.
 inline void take_gil_back(PyThreadState* state) {
     while (interpreter_finalizing()) pause();
     PyEval_RestoreThread(state);

@@ -199,6 +199,10 @@ PyObject* sgemm_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
             without_gil(work);
         else
             work();
+#if defined(__GLIBCXX__)
+    } catch (abi::__forced_unwind&) {
+        throw;  // this thread is being ended (see gil.hpp): never stop the unwind here
+#endif
     } catch (...) {
         return static_cast<PyObject*>(set_python_error(std::current_exception()));
     }
