@@ -52,7 +52,10 @@ run_stage() {
         build)   rm -rf build/  # a configure cached with another compiler stays with it
                  stage build "$limit" "$py" -m pip install --no-build-isolation --no-deps -v . &&
                  nm -D --defined-only "$("$py" -c "import fastgemm, os; print(os.path.dirname(fastgemm.__file__))")"/lib/libfastgemm.so \
-                     | grep -c "_M_insert" | sed "s/^/libstdc++ stream symbols defined in libfastgemm.so (want 0): /" ;;
+                     | grep -c "_M_insert" | sed "s/^/libstdc++ stream symbols defined in libfastgemm.so (want 0): /"
+                 # Numpy arrays' CPU candidates call this BLAS: the system CBLAS where no
+                 # scipy-openblas32 was found (carry its wheel with FASTGEMM_WHEELS).
+                 grep -o "cpu baseline BLAS = .*" "$out/build.log" | head -n 1 ;;
         tests)   stage tests "$limit" "$py" -m pytest -q -p timeout --timeout 120 --maxfail 25 \
                      tests/test_cuda.py tests/test_ozaki.py tests/test_profile.py ;;
         quick)   stage quick "$limit" "$py" benchmarks/cuda_shapes.py --quick \
