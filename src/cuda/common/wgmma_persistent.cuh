@@ -372,7 +372,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
             for (int kk = 0; kk < KK; ++kk) {
                 const uint64_t desc = desc_kmajor_sw128(a_addr + kk * 32);
-                auto& acc = dt[0];  // a block of two k-tiles has one accumulator (TEMPS == 1)
+                auto& acc = dt[0];  // a block of two k-tiles has one accumulator
                 wgmma_rs(acc, fs[P][kk], desc, restart && kk == 0 ? 0u : 1u);
                 wgmma_rs(acc, fb[P][kk], desc_kmajor_sw128(a_addr + Cfg::A_BYTES + kk * 32), 1u);
                 wgmma_rs(acc, fb[P][kk], desc, 1u);
@@ -432,6 +432,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                     if (j + 1 < nk) x3_single(Parity<1>{}, itb + j + 1, j + 2 < nk);
                 }
             } else {
+                static_assert(Cfg::TEMPS == 1, "a block of two k-tiles gathers in one accumulator");
                 int j = 0;
                 if (nk <= Cfg::SHORT_RUN) {
                     for (; j + 1 < nk; j += 2) x3_pair(std::true_type{}, itb + j, j + 2 < nk);
