@@ -30,34 +30,44 @@ struct LineView {
     int64_t lines, K, ls, ks;
 };
 
-// Lines contiguous along k: a warp per line, lane p keeping partial p (k = p, p + 32, ...
-// in increasing k), kUnroll loads in flight; then the scheme's tree over the 32 lanes.
+// Partial p of a line's sum of squares: its elements src[k step] at k = p, p + 32, ... below
+// K, squared exactly and added in increasing k, kUnroll loads in flight.
+__device__ __forceinline__ double partial_sum_of_squares(const float* src, int64_t step, int p, int64_t K) {
+    double partial = 0.0;
+    int64_t k = p;
+    for (; k + kLanes * (kUnroll - 1) < K; k += kLanes * kUnroll) {
+        float a[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) a[u] = src[(k + kLanes * u) * step];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) partial += double(a[u]) * double(a[u]);  // exact square
+    }
+    for (; k < K; k += kLanes) {
+        const double a = src[k * step];
+        partial += a * a;
+    }
+    return partial;
+}
+
+// A line's record from its sum of squares: its scale, and a 1-norm and inexact flag that
+// the residue kernels then add to.
+__device__ __forceinline__ void start_line(OzakiLine& line, double sum_of_squares, double R) {
+    const oz::LineScale s = oz::line_scale(sum_of_squares, R);
+    line.factor = s.factor;
+    line.inverse = s.inverse;
+    line.norm1 = 0;
+    line.inexact = 0;
+}
+
+// Lines contiguous along k: a warp per line, lane p keeping partial p; then the scheme's
+// tree over the 32 lanes.
 __global__ void __launch_bounds__(kRowBlock) line_sums_rows_kernel(LineView v, double R, OzakiLine* out) {
     const int lane = threadIdx.x % 32;
     const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
     if (line >= v.lines) return;  // the whole warp
-    const float* src = v.src + line * v.ls;
-    double partial = 0.0;
-    int64_t k = lane;
-    for (; k + kLanes * (kUnroll - 1) < v.K; k += kLanes * kUnroll) {
-        float a[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) a[u] = src[k + kLanes * u];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) partial += double(a[u]) * double(a[u]);  // exact square
-    }
-    for (; k < v.K; k += kLanes) {
-        const double a = src[k];
-        partial += a * a;
-    }
+    double partial = partial_sum_of_squares(v.src + line * v.ls, 1, lane, v.K);
     for (int w = kLanes / 2; w >= 1; w /= 2) partial += __shfl_down_sync(0xffffffffu, partial, w);
-    if (lane == 0) {
-        const oz::LineScale s = oz::line_scale(partial, R);
-        out[line].factor = s.factor;
-        out[line].inverse = s.inverse;
-        out[line].norm1 = 0;
-        out[line].inexact = 0;
-    }
+    if (lane == 0) start_line(out[line], partial, R);
 }
 
 // Lines side by side: a block owns 32 lines, thread (p, x) keeps partial p of line x, so
@@ -67,34 +77,12 @@ __global__ void __launch_bounds__(kLanes* kLanes) line_sums_cols_kernel(LineView
     __shared__ double partials[kLanes][kLanes + 1];
     const int x = threadIdx.x % 32, p = threadIdx.x / 32;
     const int64_t l0 = int64_t(blockIdx.x) * kLanes, line = l0 + x;
-    double partial = 0.0;
-    if (line < v.lines) {
-        const float* src = v.src + line;
-        int64_t k = p;
-        for (; k + kLanes * (kUnroll - 1) < v.K; k += kLanes * kUnroll) {
-            float a[kUnroll];
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u) a[u] = src[(k + kLanes * u) * v.ks];
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u) partial += double(a[u]) * double(a[u]);
-        }
-        for (; k < v.K; k += kLanes) {
-            const double a = src[k * v.ks];
-            partial += a * a;
-        }
-    }
-    partials[p][x] = partial;
+    partials[p][x] = line < v.lines ? partial_sum_of_squares(v.src + line, v.ks, p, v.K) : 0.0;
     __syncthreads();
     const int w = p;  // warp w now combines line l0 + w, lane x holding its partial x
     double s = partials[x][w];
     for (int d = kLanes / 2; d >= 1; d /= 2) s += __shfl_down_sync(0xffffffffu, s, d);
-    if (x == 0 && l0 + w < v.lines) {
-        const oz::LineScale ls = oz::line_scale(s, R);
-        out[l0 + w].factor = ls.factor;
-        out[l0 + w].inverse = ls.inverse;
-        out[l0 + w].norm1 = 0;
-        out[l0 + w].inexact = 0;
-    }
+    if (x == 0 && l0 + w < v.lines) start_line(out[l0 + w], s, R);
 }
 
 // rint(f a) as an int32, and whether f a was not an integer: oz::scaled_integer's results,
