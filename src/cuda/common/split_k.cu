@@ -37,16 +37,55 @@ __device__ __forceinline__ void store_row4(float* c, const float (&v)[4], int64_
     }
 }
 
-// One block per 64 x 64 region of the slabs. Thread t owns columns n0 + 4 (t % 16) + [0,
-// 4) of rows m0 + t / 16 + 16 i (i < 4): a warp reads two 256-byte row segments per slab,
-// and the four rows' loads of a slab are in flight together. For every element the slabs
-// are added in increasing s, one chain of adds per element: the order never depends on
-// timing. Transposed: the region's sums pass through shared memory so that C's rows
-// (the slabs' columns) are written by the same float4 pattern.
+// Both kernels: one block per 64 x 64 region of the slabs. Thread t owns columns n0 + 4 (t
+// % 16) + [0, 4) of rows m0 + t / 16 + 16 i (i < 4): a warp reads two 256-byte row
+// segments per slab, and the four rows' loads of a slab are in flight together.
+
+// Grouped sums (reduce_split_k's `groups`): block (region, g) adds slabs
+// [split_k_begin(g, groups, slab_count), split_k_begin(g + 1, ...)) of its region in
+// increasing s and leaves the sum in the group's first slab, which no other block reads.
+__global__ void __launch_bounds__(kThreads)
+    sum_slab_groups_kernel(float* partial, int slab_count, int groups, int64_t slab, int64_t ld, int64_t M, int64_t N) {
+    const int tid = int(threadIdx.x), g = int(blockIdx.z);
+    const int s0 = split_k_begin(g, groups, slab_count), s1 = split_k_begin(g + 1, groups, slab_count);
+    const int64_t n = int64_t(blockIdx.x) * kRegion + 4 * (tid % (kRegion / 4));
+    const int64_t row_blocks = (M + kRegion - 1) / kRegion;
+    for (int64_t rb = blockIdx.y; rb < row_blocks; rb += gridDim.y) {
+        const int64_t m_first = rb * kRegion + tid / (kRegion / 4);
+        float* base = partial + m_first * ld + n;
+        float4 acc[kPasses];
+        bool inside[kPasses];
+#pragma unroll
+        for (int i = 0; i < kPasses; ++i) {
+            acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+            inside[i] = n < N && m_first + kRowsPerPass * i < M;
+        }
+#pragma unroll 4
+        for (int s = s0; s < s1; ++s) {
+#pragma unroll
+            for (int i = 0; i < kPasses; ++i) {
+                if (!inside[i]) continue;
+                const float4 v = __ldcs(reinterpret_cast<const float4*>(base + int64_t(s) * slab +
+                                                                         int64_t(kRowsPerPass) * i * ld));
+                acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < kPasses; ++i)
+            if (inside[i]) *reinterpret_cast<float4*>(base + int64_t(s0) * slab + int64_t(kRowsPerPass) * i * ld) = acc[i];
+    }
+}
+
+// The sum into C of `splits` slabs, number split_k_begin(s, splits, slab_count) for s in
+// [0, splits) (every slab when splits == slab_count; the groups' first slabs after
+// sum_slab_groups_kernel). For every element they are added in increasing s, one chain
+// of adds per element: the order never depends on timing. Transposed: the region's sums
+// pass through shared memory so that C's rows (the slabs' columns) are written by the
+// same float4 pattern.
 template <bool Checked, bool Transposed>
 __global__ void __launch_bounds__(kThreads)
-    reduce_split_k_kernel(const float* partial, int splits, int64_t slab, int64_t ld, int64_t M, int64_t N, float* C,
-                          int64_t ldc, float alpha, float beta, bool c_vec, int* fallback) {
+    reduce_split_k_kernel(const float* partial, int splits, int slab_count, int64_t slab, int64_t ld, int64_t M,
+                          int64_t N, float* C, int64_t ldc, float alpha, float beta, bool c_vec, int* fallback) {
     // (+1 spreads a column of the region, which the transposed reads walk, over the banks.)
     __shared__ float region[Transposed ? kRegion : 1][Transposed ? kRegion + 1 : 1];
     const int tid = int(threadIdx.x);
@@ -68,8 +107,8 @@ __global__ void __launch_bounds__(kThreads)
             for (int i = 0; i < kPasses; ++i) {
                 if (!inside[i]) continue;
                 // Streaming loads: each partial is read once.
-                const float4 v = __ldcs(reinterpret_cast<const float4*>(base + int64_t(s) * slab +
-                                                                         int64_t(kRowsPerPass) * i * ld));
+                const int64_t at = int64_t(split_k_begin(s, splits, slab_count)) * slab;
+                const float4 v = __ldcs(reinterpret_cast<const float4*>(base + at + int64_t(kRowsPerPass) * i * ld));
                 acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
             }
         }
@@ -135,6 +174,18 @@ __global__ void __launch_bounds__(kThreads)
 
 int64_t round_up(int64_t v, int64_t q) { return (v + q - 1) / q * q; }
 
+// How many groups the slabs are summed in first (split_k.cuh, reduce_split_k): none
+// where the regions alone give a few hundred blocks or the slabs are few; else enough
+// groups for about 256 blocks, at most sqrt(splits), so that neither pass streams many
+// slabs through a few SMs. A function of the shape and S only, never of the device.
+int slab_groups(int64_t regions, int splits) {
+    if (splits < 16 || regions >= 128) return 1;
+    int by_sqrt = 1;
+    while ((by_sqrt + 1) * (by_sqrt + 1) <= splits) ++by_sqrt;
+    const int64_t to_fill = (256 + regions - 1) / regions;
+    return int(to_fill < by_sqrt ? to_fill : by_sqrt);
+}
+
 }  // namespace
 
 SplitKSlabs reserve_split_k_slabs(Workspace& ws, int splits, int64_t rows, int64_t cols, int tile_rows,
@@ -156,13 +207,19 @@ void reduce_split_k(const SplitKSlabs& slabs, int64_t M, int64_t N, float* C, in
     const bool c_vec = ldc % 4 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
     const int64_t row_blocks = ceil_div(M, kRegion);
     const dim3 grid(unsigned(ceil_div(N, kRegion)), unsigned(row_blocks < 65535 ? row_blocks : 65535));
+    const int groups = slab_groups(ceil_div(M, kRegion) * ceil_div(N, kRegion), slabs.splits);
+    if (groups > 1) {
+        sum_slab_groups_kernel<<<dim3(grid.x, grid.y, unsigned(groups)), kThreads, 0, stream>>>(
+            slabs.partial, slabs.splits, groups, slabs.slab(), slabs.ld, M, N);
+        FASTGEMM_CUDA_CHECK_LAUNCH();
+    }
     auto kernel = reduce_split_k_kernel<false, false>;
     if (to_c == SlabsToC::same)
         kernel = fallback ? reduce_split_k_kernel<true, false> : reduce_split_k_kernel<false, false>;
     else
         kernel = fallback ? reduce_split_k_kernel<true, true> : reduce_split_k_kernel<false, true>;
-    kernel<<<grid, kThreads, 0, stream>>>(slabs.partial, slabs.splits, slabs.slab(), slabs.ld, M, N, C, ldc, alpha,
-                                          beta, c_vec, fallback);
+    kernel<<<grid, kThreads, 0, stream>>>(slabs.partial, groups > 1 ? groups : slabs.splits, slabs.splits,
+                                          slabs.slab(), slabs.ld, M, N, C, ldc, alpha, beta, c_vec, fallback);
     FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 

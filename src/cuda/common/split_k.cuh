@@ -7,10 +7,15 @@
 // a partial buffer laid out like C (slab s = rows [0, M_pad) x columns [0, N_pad), row
 // stride ld, whole tiles, no bounds checks needed); reduce_split_k then forms
 //   C = alpha * (P_0 + P_1 + ... + P_{S-1}) + beta * C,
-// adding the slabs in increasing s for every element, so the result does not depend on
-// which unit finished first, or on the number of SMs: the same inputs and S give the
-// same bits. (The in-kernel tails of graded_tail.cuh and stream_k.cuh are deterministic
-// too, but their sum runs in the one block that closes a tile; here every SM sums.)
+// adding the slabs in one fixed order for every element, so the result does not depend
+// on which unit finished first, or on the number of SMs: the same inputs and S give the
+// same bits. The order is increasing s, except where C has few 64 x 64 regions and S is
+// large (256 x 256 with 64 splits: 16 regions): one block per region would then stream
+// every slab through 16 SMs, 33 us of a 250 us call. There the slabs are summed in G
+// consecutive groups first, each group in increasing s by its own blocks, then the G
+// group sums in increasing g (G from the shape and S only). (The in-kernel tails of
+// graded_tail.cuh and stream_k.cuh are deterministic too, but their sum runs in the one
+// block that closes a tile; here every SM sums.)
 #pragma once
 
 #include <cstdint>
@@ -70,7 +75,7 @@ SplitKSlabs reserve_split_k_slabs(Workspace& ws, int splits, int64_t rows, int64
 // columns that way, wgmma_launch.cuh).
 enum class SlabsToC { same, transposed };
 
-// C = alpha * sum of the slabs in split order + beta * C, where the slabs hold an M x N
+// C = alpha * sum of the slabs (in the order above) + beta * C, where the slabs hold an M x N
 // product: C is M x N (row stride ldc), or N x M for SlabsToC::transposed; beta == 0 does
 // not read C. With `fallback` (fp32x3), a 64 x 64 region of C whose sum is not finite is
 // left unwritten and listed in it (a count, then (row, column) pairs of C's region
