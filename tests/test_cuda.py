@@ -167,7 +167,8 @@ def test_kernel_matches_float64(rng, name):
     assert_matches(C, reference(A, B), info.precision, K, name)
 
 
-SPLIT_K = ["async_tma_128x256_splitk", "async_tma_64x256_splitk", "async_tma_256x64_splitk", "tf32_wgmma_256x128_splitk",
+SPLIT_K = ["async_tma_128x256_splitk", "async_tma_128x128_splitk", "async_tma_64x256_splitk", "async_tma_256x64_splitk",
+           "tf32_wgmma_256x128_splitk",
            "tf32_wgmma_128x128_splitk", "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
              "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256",
@@ -865,17 +866,18 @@ def test_skinny_on_unaligned_device_rows(tb):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["async_tma_64x256_splitk", "async_tma_256x64_splitk"])
+@pytest.mark.parametrize("name,M,N", [("async_tma_64x256_splitk", 70, 300), ("async_tma_256x64_splitk", 300, 70),
+                                      ("async_tma_128x256_splitk", 200, 300), ("async_tma_128x128_splitk", 200, 300)])
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("aligned", [True, False])
-def test_thin_tiles_read_device_operands_in_place_or_packed(name, ta, tb, aligned):
-    """The thin FFMA tiles read an operand stored with k contiguous (A untransposed, W of
-    x @ W^T) straight from device memory when its rows start on 16 bytes, and through the
-    transpose pass when they do not: both paths, every transpose, ragged tiles and a k
+def test_split_ffma_tiles_read_device_operands_in_place_or_packed(name, M, N, ta, tb, aligned):
+    """The split-K FFMA tiles read an operand stored with k contiguous (A untransposed, W
+    of x @ W^T) straight from device memory when its rows start on 16 bytes, and through
+    the transpose pass when they do not: both paths, every transpose, ragged tiles and a k
     range that is split."""
     torch = _torch()
     g = torch.Generator(device="cuda").manual_seed(5)
-    M, N, K = (70, 300, 4100) if name == "async_tma_64x256_splitk" else (300, 70, 4100)
+    K = 4100
 
     def operand(rows, cols):
         pad = 0 if aligned else 1  # one float off a 16-byte boundary, and an odd row pitch

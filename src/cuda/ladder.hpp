@@ -45,6 +45,7 @@ void launch_async_tma_128x128(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_async_tma_128x256_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_async_tma_64x256_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_async_tma_256x64_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_async_tma_128x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_tf32_mma_sync_128x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/11_tf32_mma_sync.cu
 void launch_tf32_wgmma_256x128(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/12_tf32_wgmma.cu
 void launch_tf32_wgmma_256x128_splitk(const DeviceOperands&, cudaStream_t, Workspace&);

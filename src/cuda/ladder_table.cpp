@@ -123,8 +123,16 @@ std::vector<LadderEntry> build() {
     add(auto_candidate(hopper_only(rung("async_tma_128x256_splitk", 10, fp32, launch_async_tma_128x256_splitk,
                                         "10_async_tma.cu",
                                         "async_tma_128x256 with every tile's k range in splits where the tiles "
-                                        "cannot fill the GPU, summed in split order by a second kernel; any shape",
+                                        "cannot fill the GPU, summed in a fixed order by the reduction kernel, "
+                                        "k-contiguous operands read in place where a transpose pass would cost "
+                                        "more; any shape",
                                         {{"BM", 128}, {"BN", 256}, {"BK", 32}, {"stages", 4}, {"TM", 8}, {"TN", 16}}))));
+    add(auto_candidate(hopper_only(rung("async_tma_128x128_splitk", 10, fp32, launch_async_tma_128x128_splitk,
+                                        "10_async_tma.cu",
+                                        "a 128 x 128 split tile (8x8 per lane, one block per SM) for K-heavy "
+                                        "problems whose sides are not multiples of 256, k-contiguous operands read "
+                                        "in place where a transpose pass would cost more; any shape",
+                                        {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"stages", 4}, {"TM", 8}, {"TN", 8}}))));
     add(auto_candidate(hopper_only(rung("async_tma_64x256_splitk", 10, fp32, launch_async_tma_64x256_splitk,
                                         "10_async_tma.cu",
                                         "a 64-row tile (eight warps along n, 8x8 per lane) for problems with few "

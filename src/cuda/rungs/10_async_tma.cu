@@ -11,9 +11,9 @@
 // bytes of A^T, 4 read 64 of B: no bank conflicts) for TM x TN FFMAs.
 // Both operands k-major with m (n) contiguous: the launcher packs A^T with a tiled
 // transpose, because fragments read along k land in one register bank
-// (docs/cuda-notes.md#register-banks). The thin split-K tiles, whose problems are mostly
-// operand, also read k-contiguous operands in place where the pass would cost more
-// (StageOperand, read_k_contiguous_in_place).
+// (docs/cuda-notes.md#register-banks). The split-K tiles, whose problems are long in k
+// and short in m and n (operand-heavy), also read k-contiguous operands in place where
+// the pass would cost more (StageOperand, read_k_contiguous_in_place).
 // Tails: the one-block-per-SM variants cut the last tiles of the grid into k-segments
 // in the same launch (graded_tail.cuh); the two-blocks-per-SM variant deals a partly
 // full last round out by k-tiles to a second kernel (stream_k.cuh).
@@ -62,9 +62,17 @@ struct AsyncTma128x256 {
     static constexpr bool READS_K_CONTIGUOUS = false;
 };
 // The same kernel on few-tile problems: every tile's k range in S splits, summed by
-// reduce_split_k (no graded tail).
+// reduce_split_k (no graded tail), reading k-contiguous operands in place where the
+// transpose pass would cost more (split problems are long in k and short in m and n).
 struct AsyncTma128x256SplitK : AsyncTma128x256 {
     static constexpr bool SPLIT_K = true;
+    static constexpr bool READS_K_CONTIGUOUS = true;
+};
+// A 128 x 128 split tile for K-heavy problems whose M and N are not multiples of 256
+// (384 x 640 x 16384: 15 whole tiles where 128 x 256 computes 18 with a half-empty
+// column). One block per SM and 8 x 8 per lane like the thin tiles.
+struct AsyncTma128x128SplitK : AsyncTma128x256SplitK {
+    static constexpr int BN = 128;
 };
 // Thin tiles for problems with one short side (a small batch through a Linear layer,
 // a tall matrix times a few columns): a 128-row tile at M = 64 would do twice the work
@@ -622,6 +630,9 @@ void launch_async_tma_64x256_splitk(const DeviceOperands& p, cudaStream_t s, Wor
 }
 void launch_async_tma_256x64_splitk(const DeviceOperands& p, cudaStream_t s, Workspace& ws) {
     launch_async_tma<AsyncTma256x64SplitK>(p, s, ws, "async_tma_256x64_splitk");
+}
+void launch_async_tma_128x128_splitk(const DeviceOperands& p, cudaStream_t s, Workspace& ws) {
+    launch_async_tma<AsyncTma128x128SplitK>(p, s, ws, "async_tma_128x128_splitk");
 }
 
 }  // namespace cuda
