@@ -4,6 +4,7 @@ shapes, constraints, and device arrays (PyTorch / CuPy) without copies.
 GPU tests skip, with the backend's own reason, where no NVIDIA GPU is usable; the build
 and status tests run everywhere the backend was compiled (CI has nvcc but no GPU)."""
 
+import json
 import os
 import re
 import subprocess
@@ -1003,6 +1004,29 @@ def test_timing_off_takes_the_small_tile_for_small_problems_only(tmp_path):
 
 
 # --- host arrays: the single-call path (direct_call.hpp) ----------------------------
+
+@needs_gpu
+def test_host_arrays_race_the_gpu_kernel_its_device_policy_picks(tmp_path):
+    """numpy arrays with kernel="auto": the cuda backend enters the race against the CPU
+    kernels with one kernel, the one its device-time policy picks for the problem (what
+    torch tensors of the shape get), not every cuda kernel timed through the transfers."""
+    code = ("import json, numpy as np, fastgemm\n"
+            "rng = np.random.default_rng(3)\n"
+            "A = rng.random((1536, 768), dtype=np.float32)\n"
+            "B = rng.random((768, 1024), dtype=np.float32)\n"
+            "C = fastgemm.sgemm(A, B)\n"
+            "err = float(np.abs(C - A.astype(np.float64) @ B).max())\n"
+            "print(json.dumps(dict(records=fastgemm.autotune.records(), table=fastgemm.autotune.table(), err=err)))\n")
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.splitlines()[-1])
+    auto = [r for r in got["records"] if r["shape_class"] == "auto|fp32|nn|beta0|2048x1024x1024"]
+    assert len(auto) == 1, got["records"]
+    gpu = [name for name in auto[0]["seconds"] if name.startswith("cuda/")]
+    assert gpu == ["cuda/" + got["table"]["cuda|fp32|nn|beta0|2048x1024x1024"]], auto[0]
+    assert any(name.startswith("cpu/") for name in auto[0]["seconds"]), auto[0]
+    assert got["err"] < 1e-3 * 768
 
 @needs_gpu
 @pytest.mark.parametrize("name", ["cublas", "async_tma_128x256", "fp32x3_wgmma_128x128", "tf32_wgmma_256x128",

@@ -15,7 +15,9 @@
 //   - run_selected, on the caller's operands: every candidate runs the call itself,
 //     through Kernel::run_once, timed by the wall clock (transfers included), its C
 //     checked at sampled elements against a float64 reference of the same operands;
-//     the winner's result is what the call returns.
+//     the winner's result is what the call returns. With backend "auto", a GPU backend
+//     enters one candidate, the kernel select_kernel picks for it (by device time: the
+//     transfers, the same for all of its kernels, would drown their differences).
 //   - select_kernel, without operands (device arrays, Context::select): on a Bench of
 //     random operands of the same dimensions, for one backend by what a loop of calls
 //     costs (the larger of the kernel's device time and its launch's host time, so a
