@@ -496,10 +496,6 @@ const Kernel& tune_synthetic(std::vector<const Kernel*> cands, const Problem& p,
 
 bool quick_return(const Problem& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.alpha == 0.0f; }
 
-}  // namespace
-
-namespace {
-
 // Host arrays and GPU kernels: every GPU kernel's call moves the same operands across
 // the bus, so timing each of them end to end measures the transfers' noise more than
 // the kernels (at 2048 x 4096 x 4096 on the H200 machine the calls of 14 GPU kernels

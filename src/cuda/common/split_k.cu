@@ -70,9 +70,10 @@ __global__ void __launch_bounds__(kThreads)
                 acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
             }
         }
+        float* group_slab = base + int64_t(s0) * slab;
 #pragma unroll
         for (int i = 0; i < kPasses; ++i)
-            if (inside[i]) *reinterpret_cast<float4*>(base + int64_t(s0) * slab + int64_t(kRowsPerPass) * i * ld) = acc[i];
+            if (inside[i]) *reinterpret_cast<float4*>(group_slab + int64_t(kRowsPerPass) * i * ld) = acc[i];
     }
 }
 
