@@ -104,12 +104,14 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = 0; i < kPasses; ++i) inside[i] = n < N && m_first + kRowsPerPass * i < M;
 #pragma unroll 2
         for (int s = 0; s < splits; ++s) {
+            // Every slab when not grouped; 32-bit, as S <= 64 (max_split_k).
+            const int slab_index = splits == slab_count ? s : s * slab_count / splits;
+            const float* at = base + int64_t(slab_index) * slab;
 #pragma unroll
             for (int i = 0; i < kPasses; ++i) {
                 if (!inside[i]) continue;
                 // Streaming loads: each partial is read once.
-                const int64_t at = int64_t(split_k_begin(s, splits, slab_count)) * slab;
-                const float4 v = __ldcs(reinterpret_cast<const float4*>(base + at + int64_t(kRowsPerPass) * i * ld));
+                const float4 v = __ldcs(reinterpret_cast<const float4*>(at + int64_t(kRowsPerPass) * i * ld));
                 acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
             }
         }
