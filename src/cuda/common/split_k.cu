@@ -41,6 +41,24 @@ __device__ __forceinline__ void store_row4(float* c, const float (&v)[4], int64_
 // % 16) + [0, 4) of rows m0 + t / 16 + 16 i (i < 4): a warp reads two 256-byte row
 // segments per slab, and the four rows' loads of a slab are in flight together.
 
+// acc[i] += the float4 at base + 16 i rows of slab slab_of(s), for s in [0, count) in
+// increasing s, skipping rows outside C (!inside[i]): the one chain of adds per element
+// that both kernels run. Streaming loads: each partial is read once.
+template <int UNROLL, class SlabOf>
+__device__ __forceinline__ void add_slabs(float4 (&acc)[kPasses], const bool (&inside)[kPasses], const float* base,
+                                          int64_t slab, int64_t ld, int count, SlabOf slab_of) {
+#pragma unroll UNROLL
+    for (int s = 0; s < count; ++s) {
+        const float* at = base + int64_t(slab_of(s)) * slab;
+#pragma unroll
+        for (int i = 0; i < kPasses; ++i) {
+            if (!inside[i]) continue;
+            const float4 v = __ldcs(reinterpret_cast<const float4*>(at + int64_t(kRowsPerPass) * i * ld));
+            acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
+        }
+    }
+}
+
 // Grouped sums (reduce_split_k's `groups`): block (region, g) adds slabs
 // [split_k_begin(g, groups, slab_count), split_k_begin(g + 1, ...)) of its region in
 // increasing s and leaves the sum in the group's first slab, which no other block reads.
@@ -60,16 +78,7 @@ __global__ void __launch_bounds__(kThreads)
             acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
             inside[i] = n < N && m_first + kRowsPerPass * i < M;
         }
-#pragma unroll 4
-        for (int s = s0; s < s1; ++s) {
-#pragma unroll
-            for (int i = 0; i < kPasses; ++i) {
-                if (!inside[i]) continue;
-                const float4 v = __ldcs(reinterpret_cast<const float4*>(base + int64_t(s) * slab +
-                                                                         int64_t(kRowsPerPass) * i * ld));
-                acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
-            }
-        }
+        add_slabs<4>(acc, inside, base, slab, ld, s1 - s0, [=](int s) { return s0 + s; });
         float* group_slab = base + int64_t(s0) * slab;
 #pragma unroll
         for (int i = 0; i < kPasses; ++i)
@@ -102,19 +111,9 @@ __global__ void __launch_bounds__(kThreads)
         bool inside[kPasses];
 #pragma unroll
         for (int i = 0; i < kPasses; ++i) inside[i] = n < N && m_first + kRowsPerPass * i < M;
-#pragma unroll 2
-        for (int s = 0; s < splits; ++s) {
-            // Every slab when not grouped; 32-bit, as S <= 64 (max_split_k).
-            const int slab_index = splits == slab_count ? s : s * slab_count / splits;
-            const float* at = base + int64_t(slab_index) * slab;
-#pragma unroll
-            for (int i = 0; i < kPasses; ++i) {
-                if (!inside[i]) continue;
-                // Streaming loads: each partial is read once.
-                const float4 v = __ldcs(reinterpret_cast<const float4*>(at + int64_t(kRowsPerPass) * i * ld));
-                acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
-            }
-        }
+        // Every slab when not grouped; 32-bit, as S <= 64 (max_split_k).
+        add_slabs<2>(acc, inside, base, slab, ld, splits,
+                     [=](int s) { return splits == slab_count ? s : s * slab_count / splits; });
         if constexpr (Transposed) {
             // Staged before the test, so that the sums' registers are free before it.
             const int col = 4 * (tid % (kRegion / 4)), row = tid / (kRegion / 4);
@@ -210,7 +209,7 @@ void reduce_split_k(const SplitKSlabs& slabs, int64_t M, int64_t N, float* C, in
     const bool c_vec = ldc % 4 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
     const int64_t row_blocks = ceil_div(M, kRegion);
     const dim3 grid(unsigned(ceil_div(N, kRegion)), unsigned(row_blocks < 65535 ? row_blocks : 65535));
-    const int groups = slab_groups(ceil_div(M, kRegion) * ceil_div(N, kRegion), slabs.splits);
+    const int groups = slab_groups(row_blocks * ceil_div(N, kRegion), slabs.splits);
     if (groups > 1) {
         sum_slab_groups_kernel<<<dim3(grid.x, grid.y, unsigned(groups)), kThreads, 0, stream>>>(
             slabs.partial, slabs.splits, groups, slabs.slab(), slabs.ld, M, N);
