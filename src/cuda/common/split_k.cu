@@ -13,6 +13,11 @@ constexpr int kRegion = kSplitKRegion;
 constexpr int kThreads = 256;
 constexpr int kRowsPerPass = kThreads / (kRegion / 4);  // 16: a thread owns one float4 column of 4 rows
 constexpr int kPasses = kRegion / kRowsPerPass;        // 4
+// The plain reduction runs in band blocks where C has fewer 64 x 64 regions than this,
+// so that about 132 SMs or more hold its loads (measured on the H200: 32 x 1024 x 4096,
+// 16 regions of 16 splits, 17.4 -> 14.9 us a call with the tf32 64 x 128 tiles); above
+// it, region blocks already fill the SMs with four rows' loads per thread.
+constexpr int64_t kBandsBelowRegions = 128;
 
 // alpha v + beta c for one element of C (beta == 0 does not read c).
 __device__ __forceinline__ float scaled(float v, const float* c, float alpha, float beta) {
@@ -37,52 +42,91 @@ __device__ __forceinline__ void store_row4(float* c, const float (&v)[4], int64_
     }
 }
 
-// Both kernels: one block per 64 x 64 region of the slabs. Thread t owns columns n0 + 4 (t
-// % 16) + [0, 4) of rows m0 + t / 16 + 16 i (i < 4): a warp reads two 256-byte row
-// segments per slab, and the four rows' loads of a slab are in flight together.
+// Two layouts of threads over the slabs. A region block (the checked and the transposed
+// reductions, which decide and write whole 64 x 64 regions, and the plain one on a C of
+// many regions) has thread t own columns n0 + 4 (t % 16) + [0, 4) of rows m0 + t / 16 +
+// 16 i (i < 4): a warp reads two 256-byte row segments per slab. A band block (the
+// grouped sums, and the plain reduction on a C of few regions) owns the same columns of
+// one 16-row band, one row per thread: four times the blocks for the same C, which a C
+// of few regions (32 x 1024: 16 of them) needs to keep enough loads in flight.
 
 // acc[i] += the float4 at base + 16 i rows of slab slab_of(s), for s in [0, count) in
 // increasing s, skipping rows outside C (!inside[i]): the one chain of adds per element
-// that both kernels run. Streaming loads: each partial is read once.
-template <int UNROLL, class SlabOf>
-__device__ __forceinline__ void add_slabs(float4 (&acc)[kPasses], const bool (&inside)[kPasses], const float* base,
+// that every kernel here runs. The loads of UNROLL slabs are issued before their adds (the
+// compiler does not hoist them across the chain of its own accord); streaming loads, as
+// each partial is read once.
+template <int UNROLL, int ROWS, class SlabOf>
+__device__ __forceinline__ void add_slabs(float4 (&acc)[ROWS], const bool (&inside)[ROWS], const float* base,
                                           int64_t slab, int64_t ld, int count, SlabOf slab_of) {
-#pragma unroll UNROLL
-    for (int s = 0; s < count; ++s) {
-        const float* at = base + int64_t(slab_of(s)) * slab;
+    for (int s = 0; s < count; s += UNROLL) {
+        float4 v[UNROLL][ROWS];
 #pragma unroll
-        for (int i = 0; i < kPasses; ++i) {
-            if (!inside[i]) continue;
-            const float4 v = __ldcs(reinterpret_cast<const float4*>(at + int64_t(kRowsPerPass) * i * ld));
-            acc[i].x += v.x, acc[i].y += v.y, acc[i].z += v.z, acc[i].w += v.w;
+        for (int u = 0; u < UNROLL; ++u) {
+            const float* at = base + int64_t(slab_of(s + u < count ? s + u : s)) * slab;
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i)
+                if (inside[i] && s + u < count)
+                    v[u][i] = __ldcs(reinterpret_cast<const float4*>(at + int64_t(kRowsPerPass) * i * ld));
         }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i)
+                if (inside[i] && s + u < count)
+                    acc[i].x += v[u][i].x, acc[i].y += v[u][i].y, acc[i].z += v[u][i].z, acc[i].w += v[u][i].w;
     }
 }
 
-// Grouped sums (reduce_split_k's `groups`): block (region, g) adds slabs
-// [split_k_begin(g, groups, slab_count), split_k_begin(g + 1, ...)) of its region in
+// The band block's element: row m, columns n + [0, 4), both in C when `inside`.
+struct BandElement {
+    int64_t m, n;
+    bool inside;
+};
+
+__device__ __forceinline__ BandElement band_element(int64_t band, int64_t M, int64_t N) {
+    const int tid = int(threadIdx.x);
+    BandElement e;
+    e.m = band * kRowsPerPass + tid / (kRegion / 4);
+    e.n = int64_t(blockIdx.x) * kRegion + 4 * (tid % (kRegion / 4));
+    e.inside = e.m < M && e.n < N;
+    return e;
+}
+
+// Grouped sums (reduce_split_k's `groups`): band block (x, band, g) adds slabs
+// [split_k_begin(g, groups, slab_count), split_k_begin(g + 1, ...)) of its band in
 // increasing s and leaves the sum in the group's first slab, which no other block reads.
 __global__ void __launch_bounds__(kThreads)
     sum_slab_groups_kernel(float* partial, int slab_count, int groups, int64_t slab, int64_t ld, int64_t M, int64_t N) {
-    const int tid = int(threadIdx.x), g = int(blockIdx.z);
+    const int g = int(blockIdx.z);
     const int s0 = split_k_begin(g, groups, slab_count), s1 = split_k_begin(g + 1, groups, slab_count);
-    const int64_t n = int64_t(blockIdx.x) * kRegion + 4 * (tid % (kRegion / 4));
-    const int64_t row_blocks = (M + kRegion - 1) / kRegion;
-    for (int64_t rb = blockIdx.y; rb < row_blocks; rb += gridDim.y) {
-        const int64_t m_first = rb * kRegion + tid / (kRegion / 4);
-        float* base = partial + m_first * ld + n;
-        float4 acc[kPasses];
-        bool inside[kPasses];
-#pragma unroll
-        for (int i = 0; i < kPasses; ++i) {
-            acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-            inside[i] = n < N && m_first + kRowsPerPass * i < M;
-        }
-        add_slabs<4>(acc, inside, base, slab, ld, s1 - s0, [=](int s) { return s0 + s; });
-        float* group_slab = base + int64_t(s0) * slab;
-#pragma unroll
-        for (int i = 0; i < kPasses; ++i)
-            if (inside[i]) *reinterpret_cast<float4*>(group_slab + int64_t(kRowsPerPass) * i * ld) = acc[i];
+    const int64_t bands = (M + kRowsPerPass - 1) / kRowsPerPass;
+    for (int64_t band = blockIdx.y; band < bands; band += gridDim.y) {
+        const BandElement e = band_element(band, M, N);
+        if (!e.inside) continue;
+        float* base = partial + e.m * ld + e.n;
+        float4 acc[1] = {make_float4(0.f, 0.f, 0.f, 0.f)};
+        const bool inside[1] = {true};
+        add_slabs<8>(acc, inside, base, slab, ld, s1 - s0, [=](int s) { return s0 + s; });
+        *reinterpret_cast<float4*>(base + int64_t(s0) * slab) = acc[0];
+    }
+}
+
+// The plain reduction (no check, C laid out like the slabs, few regions), in band blocks:
+// C = alpha * (P_0 + ... + P_{splits-1}) + beta * C, in increasing s. Never grouped: its
+// blocks already spread the slabs over the SMs (grouping first measured 1-2 us slower at
+// 256 x 256 x 65536 and 200 x 300 x 30000).
+__global__ void __launch_bounds__(kThreads)
+    reduce_split_k_bands_kernel(const float* partial, int splits, int64_t slab, int64_t ld, int64_t M, int64_t N,
+                                float* C, int64_t ldc, float alpha, float beta, bool c_vec) {
+    const int64_t bands = (M + kRowsPerPass - 1) / kRowsPerPass;
+    for (int64_t band = blockIdx.y; band < bands; band += gridDim.y) {
+        const BandElement e = band_element(band, M, N);
+        if (!e.inside) continue;
+        float4 acc[1] = {make_float4(0.f, 0.f, 0.f, 0.f)};
+        const bool inside[1] = {true};
+        add_slabs<8>(acc, inside, partial + e.m * ld + e.n, slab, ld, splits, [](int s) { return s; });
+        const float v[4] = {acc[0].x, acc[0].y, acc[0].z, acc[0].w};
+        store_row4(C + e.m * ldc + e.n, v, N - e.n, c_vec, alpha, beta);
     }
 }
 
@@ -207,14 +251,24 @@ void reduce_split_k(const SplitKSlabs& slabs, int64_t M, int64_t N, float* C, in
     if (slabs.rows < M || slabs.ld < N || slabs.ld % 4 != 0 || reinterpret_cast<uintptr_t>(slabs.partial) % 16 != 0)
         throw KernelError("reduce_split_k: the partial slabs do not cover C in whole 16-byte rows");
     const bool c_vec = ldc % 4 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
-    const int64_t row_blocks = ceil_div(M, kRegion);
-    const dim3 grid(unsigned(ceil_div(N, kRegion)), unsigned(row_blocks < 65535 ? row_blocks : 65535));
-    const int groups = slab_groups(row_blocks * ceil_div(N, kRegion), slabs.splits);
+    const int64_t row_blocks = ceil_div(M, kRegion), regions = row_blocks * ceil_div(N, kRegion);
+    const unsigned columns = unsigned(ceil_div(N, kRegion));
+    if (!fallback && to_c == SlabsToC::same && regions < kBandsBelowRegions) {
+        const int64_t bands = ceil_div(M, kRowsPerPass);
+        reduce_split_k_bands_kernel<<<dim3(columns, unsigned(bands < 65535 ? bands : 65535)), kThreads, 0, stream>>>(
+            slabs.partial, slabs.splits, slabs.slab(), slabs.ld, M, N, C, ldc, alpha, beta, c_vec);
+        FASTGEMM_CUDA_CHECK_LAUNCH();
+        return;
+    }
+    const int groups = slab_groups(regions, slabs.splits);
     if (groups > 1) {
-        sum_slab_groups_kernel<<<dim3(grid.x, grid.y, unsigned(groups)), kThreads, 0, stream>>>(
+        const int64_t bands = ceil_div(M, kRowsPerPass);
+        sum_slab_groups_kernel<<<dim3(columns, unsigned(bands < 65535 ? bands : 65535), unsigned(groups)), kThreads,
+                                 0, stream>>>(
             slabs.partial, slabs.splits, groups, slabs.slab(), slabs.ld, M, N);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
+    const dim3 grid(columns, unsigned(row_blocks < 65535 ? row_blocks : 65535));
     auto kernel = reduce_split_k_kernel<false, false>;
     if (to_c == SlabsToC::same)
         kernel = fallback ? reduce_split_k_kernel<true, false> : reduce_split_k_kernel<false, false>;

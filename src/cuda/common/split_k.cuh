@@ -9,11 +9,13 @@
 //   C = alpha * (P_0 + P_1 + ... + P_{S-1}) + beta * C,
 // adding the slabs in one fixed order for every element, so the result does not depend
 // on which unit finished first, or on the number of SMs: the same inputs and S give the
-// same bits. The order is increasing s, except where C has few 64 x 64 regions and S is
-// large (256 x 256 with 64 splits: 16 regions): one block per region would then stream
-// every slab through 16 SMs, 33 us of a 250 us call. There the slabs are summed in G
-// consecutive groups first, each group in increasing s by its own blocks, then the G
-// group sums in increasing g (G from the shape and S only). (The in-kernel tails of
+// same bits. The order is increasing s. A C of few 64 x 64 regions (256 x 256 has 16)
+// is summed by blocks of 16 rows, so that its slabs still stream through every SM. The
+// fp32x3 check decides whole regions, one block each, so there, with few regions and S
+// large, the slabs are summed in G consecutive groups first, each group in increasing s
+// by its own blocks, then the G group sums in increasing g (G from the shape and S
+// only): one block per region would stream 64 slabs through 16 SMs, 33 us of a 250 us
+// call at 256 x 256 x 65536. (The in-kernel tails of
 // graded_tail.cuh and stream_k.cuh are deterministic too, but their sum runs in the one
 // block that closes a tile; here every SM sums.)
 #pragma once
