@@ -104,8 +104,8 @@ void baselines_keep_a_tie() {
     };
     // 0.5% faster: inside the margin, with 2.5% of slack for a scheduler's delays.
     CHECK(winner(4e-4 * 0.995) == "tie_baseline", "a challenger 0.5% faster took the baseline's class");
-    // 10% faster: outside it, with 7% of slack.
-    CHECK(winner(4e-4 * 0.90) == "tie_challenger", "a challenger 10% faster did not win");
+    // 20% faster: outside it, with 17% of slack (60 us a call) for preemption.
+    CHECK(winner(4e-4 * 0.80) == "tie_challenger", "a challenger 20% faster did not win");
     clear_tuning_table();
 }
 
