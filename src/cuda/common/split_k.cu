@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads)
     sum_slab_groups_kernel(float* partial, int slab_count, int groups, int64_t slab, int64_t ld, int64_t M, int64_t N) {
     const int g = int(blockIdx.z);
     const int s0 = split_k_begin(g, groups, slab_count), s1 = split_k_begin(g + 1, groups, slab_count);
-    const int64_t bands = (M + kRowsPerPass - 1) / kRowsPerPass;
+    const int64_t bands = ceil_div(M, kRowsPerPass);
     for (int64_t band = blockIdx.y; band < bands; band += gridDim.y) {
         const BandElement e = band_element(band, M, N);
         if (!e.inside) continue;
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     reduce_split_k_bands_kernel(const float* partial, int splits, int64_t slab, int64_t ld, int64_t M, int64_t N,
                                 float* C, int64_t ldc, float alpha, float beta, bool c_vec) {
-    const int64_t bands = (M + kRowsPerPass - 1) / kRowsPerPass;
+    const int64_t bands = ceil_div(M, kRowsPerPass);
     for (int64_t band = blockIdx.y; band < bands; band += gridDim.y) {
         const BandElement e = band_element(band, M, N);
         if (!e.inside) continue;
@@ -253,18 +253,18 @@ void reduce_split_k(const SplitKSlabs& slabs, int64_t M, int64_t N, float* C, in
     const bool c_vec = ldc % 4 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
     const int64_t row_blocks = ceil_div(M, kRegion), regions = row_blocks * ceil_div(N, kRegion);
     const unsigned columns = unsigned(ceil_div(N, kRegion));
+    // Band blocks' rows of the grid (each loops over bands past 65535).
+    const int64_t bands = ceil_div(M, kRowsPerPass);
+    const unsigned band_rows = unsigned(bands < 65535 ? bands : 65535);
     if (!fallback && to_c == SlabsToC::same && regions < kBandsBelowRegions) {
-        const int64_t bands = ceil_div(M, kRowsPerPass);
-        reduce_split_k_bands_kernel<<<dim3(columns, unsigned(bands < 65535 ? bands : 65535)), kThreads, 0, stream>>>(
+        reduce_split_k_bands_kernel<<<dim3(columns, band_rows), kThreads, 0, stream>>>(
             slabs.partial, slabs.splits, slabs.slab(), slabs.ld, M, N, C, ldc, alpha, beta, c_vec);
         FASTGEMM_CUDA_CHECK_LAUNCH();
         return;
     }
     const int groups = slab_groups(regions, slabs.splits);
     if (groups > 1) {
-        const int64_t bands = ceil_div(M, kRowsPerPass);
-        sum_slab_groups_kernel<<<dim3(columns, unsigned(bands < 65535 ? bands : 65535), unsigned(groups)), kThreads,
-                                 0, stream>>>(
+        sum_slab_groups_kernel<<<dim3(columns, band_rows, unsigned(groups)), kThreads, 0, stream>>>(
             slabs.partial, slabs.splits, groups, slabs.slab(), slabs.ld, M, N);
         FASTGEMM_CUDA_CHECK_LAUNCH();
     }
