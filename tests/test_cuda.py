@@ -410,6 +410,41 @@ def test_fp32x3_one_tiny_row_and_column(rng):
     assert_matches(C, ref, "fp32x3", K, "all of C")
 
 
+@needs_gpu
+@pytest.mark.parametrize("name", ["fp32x3_skinny_m64", "fp32x3_skinny_n64"])
+@pytest.mark.parametrize("case,scale_y,scale_x", [
+    ("Y tiny", 2.0 ** -124, 1.0), ("X tiny", 1.0, 2.0 ** -124),
+    ("Y subnormal", 2.0 ** -136, 2.0 ** 100), ("X subnormal", 2.0 ** 100, 2.0 ** -136),
+    ("X huge", 2.0 ** -100, 2.0 ** 100), ("Y huge", 2.0 ** 100, 2.0 ** -100), ("near FLT_MAX", 1.0, 1.0)])
+def test_fp32x3_skinny_values_near_the_ends_of_the_range(rng, name, case, scale_y, scale_x):
+    """The tensor-core skinny kernels split the big operand X at the 2^36 scale and the
+    small one Y unscaled, as rung 13 splits B and A: Y values under 2^-113, X values past
+    2^92 and values near FLT_MAX (no TF32 big part) go to the IEEE fallback, X values down
+    to the subnormals split exactly. Both layouts reach the tensor cores here: x @ W^T
+    (m64, W stored N x K) and A @ B with A's rows along k (n64, B^T gathered first)."""
+    S, L, K = 13, 300, 700
+    Y = (rand(rng, S, K) * np.float32(scale_y)).astype(np.float32)
+    X = (rand(rng, L, K) * np.float32(scale_x)).astype(np.float32)
+    huge = np.zeros((S, L), dtype=bool)
+    if case == "near FLT_MAX":
+        Y[3, 5] = np.float32(3.4028e38)
+        X[:, 5] *= 0.25              # row 3 of Out: up to ~0.9e38
+        X[9, 7] = -np.float32(3.4028e38)
+        Y[:, 7] *= 0.25              # column 9 of Out
+        huge[3, :] = huge[:, 9] = True
+    if name == "fp32x3_skinny_m64":   # C = Y X^T: A = Y, B = X stored N x K
+        A, B, tb, out_t = Y, X, True, False
+    else:                             # C = X Y^T: A = X (rows along k), B = Y^T stored K x N
+        A, B, tb, out_t = X, np.ascontiguousarray(Y.T), False, True
+    C = fastgemm.sgemm(A, B, trans_b=tb, kernel=name, backend="cuda")
+    ref = np.asarray(reference(A, B, trans_b=tb))
+    assert np.all(np.isfinite(ref))
+    mask = huge.T if out_t else huge
+    assert_matches(C[~mask], ref[~mask], "fp32x3", K, f"{name} {case}")
+    if mask.any():
+        assert_matches(C[mask], ref[mask], "fp32x3", K, f"{name} {case}: the near-FLT_MAX row and column")
+
+
 def check_scaled_then_poisoned(rng, name, M, N, K, ta, alpha, beta, poisoned_calls):
     """C = alpha op(A) B + beta C on random C, then C = op(A) B into NaN-poisoned C
     (beta = 0 must not read C) `poisoned_calls` times, each against float64."""
@@ -526,6 +561,8 @@ def test_fp32x3_at_least_as_accurate_as_cublas(rng):
     ("fp32x3_wgmma_128x128_splitk", 128, 4096, 4096, False, True),
     ("skinny_m64", 8, 4096, 4096, False, True),
     ("skinny_m64", 4, 4096, 4096, False, True),
+    ("fp32x3_skinny_m64", 16, 4096, 4096, False, True),
+    ("fp32x3_skinny_n64", 8192, 16, 4096, False, False),
 ])
 def test_short_sums_err_no_more_than_cublas(rng, name, M, N, K, ta, tb):
     """Where cuBLAS sums in short pieces (split K on small products, a batched GEMV on a
@@ -738,17 +775,18 @@ def test_split_k_transposes(rng, name, ta, tb):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", SPLIT_K + ["skinny_m64", "skinny_n64"])
+@pytest.mark.parametrize("name", SPLIT_K + ["skinny_m64", "skinny_n64", "fp32x3_skinny_m64", "fp32x3_skinny_n64"])
 def test_split_reductions_are_deterministic(rng, name):
     """The partial slabs are added in split order for every element: the same inputs give
-    the same bits, call after call."""
-    M, N, K = (16, 1000, 30000) if name == "skinny_m64" else (1000, 16, 30000) if name == "skinny_n64" \
-        else (200, 300, 30000)
-    A, B = rand(rng, M, K), rand(rng, K, N)
-    first = fastgemm.sgemm(A, B, kernel=name, backend="cuda")
+    the same bits, call after call. (The skinny m64 kernels get B^T, rows along k.)"""
+    M, N, K = (16, 1000, 30000) if name.endswith("skinny_m64") else (1000, 16, 30000) \
+        if name.endswith("skinny_n64") else (200, 300, 30000)
+    tb = name.endswith("skinny_m64")
+    A, B = rand(rng, M, K), rand(rng, N, K) if tb else rand(rng, K, N)
+    first = fastgemm.sgemm(A, B, trans_b=tb, kernel=name, backend="cuda")
     for _ in range(3):
-        np.testing.assert_array_equal(fastgemm.sgemm(A, B, kernel=name, backend="cuda"), first)
-    assert_matches(first, reference(A, B), KERNELS[name].precision, K, name)
+        np.testing.assert_array_equal(fastgemm.sgemm(A, B, trans_b=tb, kernel=name, backend="cuda"), first)
+    assert_matches(first, reference(A, B, trans_b=tb), KERNELS[name].precision, K, name)
 
 
 @needs_gpu
@@ -758,7 +796,10 @@ def test_split_reductions_are_deterministic(rng, name):
                                          ("fp32x3_wgmma_64x128_splitk", 120, 260, True),  # B^T read in place
                                          ("fp32x3_wgmma_16x128_splitk", 16, 260, True),
                                          ("fp32x3_wgmma_16x128_splitk", 300, 13, False),  # computed as C^T
-                                         ("fp32x3_wgmma_64x128_splitk", 300, 100, True)])
+                                         ("fp32x3_wgmma_64x128_splitk", 300, 100, True),
+                                         ("fp32x3_skinny_m64", 16, 260, True),  # tensor cores: B^T rows along k
+                                         ("fp32x3_skinny_m64", 40, 1000, True),
+                                         ("fp32x3_skinny_n64", 300, 13, False)])  # A rows along k
 def test_fp32x3_split_k_nonfinite_inputs(rng, alpha, beta, name, M, N, tb):
     """fp32x3's split-K reduction lists the 64 x 64 regions whose sums are not finite for
     the IEEE fallback, which must still see the C it was given (beta != 0); for a product
@@ -806,11 +847,14 @@ def _skinny_shapes(name):
         most = FEW_ROWS[name]
         few = [s for s in FEW_ROWS_SHAPES if s[0] <= most]
         return few + [(n, m, k) for m, n, k in few if n > most]
-    return SKINNY_M if name == "skinny_m64" else [(n, m, k) for m, n, k in SKINNY_M]
+    return SKINNY_M if name.endswith("skinny_m64") else [(n, m, k) for m, n, k in SKINNY_M]
+
+
+SKINNY = ["skinny_m64", "skinny_n64", "fp32x3_skinny_m64", "fp32x3_skinny_n64"]
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", ["skinny_m64", "skinny_n64"] + sorted(FEW_ROWS))
+@pytest.mark.parametrize("name", SKINNY + sorted(FEW_ROWS))
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
 def test_skinny_shapes_and_transposes(rng, name, ta, tb):
     """Every transpose: both layouts of the big operand (rows along k, the x @ W^T case,

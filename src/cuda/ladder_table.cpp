@@ -217,6 +217,21 @@ std::vector<LadderEntry> build() {
              "summed in order; any layout",
              {{"max_N", 64}, {"reuse_m", 32}, {"reuse_n", 16}, {"threads", 256}}),
         {Constraint::at_most('N', 64)})));
+    // The same problems FP32-accurate on tensor cores, where the big operand has rows along k.
+    add(auto_candidate(with_constraints(
+        rung("fp32x3_skinny_m64", 14, fp32x3, launch_fp32x3_skinny_m64, "14_skinny_fp32x3.cu",
+             "M <= 64 against B^T (x @ W^T): mma.sync m16n8k8 on TF32 parts (3 products), 16 rows of op(A) "
+             "against 32 rows of B^T per warp, B^T read once in 16-byte loads, split K summed in order and "
+             "checked for the IEEE fallback; other layouts run skinny_m64's FFMA kernels",
+             {{"max_M", 64}, {"reuse_m", 16}, {"reuse_n", 32}, {"threads", 256}}),
+        {Constraint::at_most('M', 64)})));
+    add(auto_candidate(with_constraints(
+        rung("fp32x3_skinny_n64", 14, fp32x3, launch_fp32x3_skinny_n64, "14_skinny_fp32x3.cu",
+             "N <= 64 against A with rows along k: mma.sync m16n8k8 on TF32 parts (3 products), 16 columns of "
+             "op(B) against 32 rows of A per warp, A read once in 16-byte loads, split K summed in order and "
+             "checked for the IEEE fallback; other layouts run skinny_n64's FFMA kernels",
+             {{"max_N", 64}, {"reuse_m", 32}, {"reuse_n", 16}, {"threads", 256}}),
+        {Constraint::at_most('N', 64)})));
 
     // Rung 15: fp32_ozaki, FP32 accuracy from exact INT8 residue products. Not a candidate for
     // kernel="auto" while it is slower than fp32x3 (docs/ozaki.md, "What is still open").

@@ -12,6 +12,7 @@
 // alpha and beta are handled by the scalar path and the epilogue.
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/device_common.cuh"
+#include "cuda/common/mma_sync.cuh"
 #include "cuda/common/residency.hpp"
 #include "cuda/ladder.hpp"
 
@@ -26,14 +27,6 @@ constexpr int kStageFloats = BM * AS_LD + BK * BS_LD;
 constexpr int kSmemBytes = 2 * kStageFloats * 4;
 constexpr int WM = 64, WN = 32, MT = WM / 16, NT = WN / 8;
 }  // namespace
-
-__device__ __forceinline__ void mma_tf32_16x8x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 template <bool VEC>
 __global__ void __launch_bounds__(kThreads) tf32_mma_sync_kernel(DeviceOperands p) {

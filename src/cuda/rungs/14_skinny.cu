@@ -2,9 +2,10 @@
 // batch), strict FP32 and bound by memory: the big operand is read once, in 16-byte
 // loads, straight from global memory into registers, and each value is used for up to
 // 16 rows of the small operand, read through L1 or staged in shared memory.
-// In its own terms the problem is Out(i, j) = sum_k Y(i, k) X(j, k), i < S <= 64 (the
-// small dimension), j < L (the large one); skinny_m64 has Y = op(A), X = op(B)^T, and
-// skinny_n64 Y = op(B)^T, X = op(A), so both serve every transpose.
+// In its own terms (common/skinny_operands.cuh) the problem is Out(i, j) = sum_k Y(i, k)
+// X(j, k), i < S <= 64 (the small dimension), j < L (the large one); skinny_m64 has
+// Y = op(A), X = op(B)^T, and skinny_n64 Y = op(B)^T, X = op(A), so both serve every
+// transpose.
 // Owns: a block owns 16 values of i and a range of j, for one k-split. Two layouts of X:
 // - X rows along k (x @ W^T with W stored N x K, PyTorch Linear's layout: the k-row
 //   kernel): lanes along k, a warp owns 4 rows of X; per 128 k a lane loads 4 float4s of
@@ -37,6 +38,7 @@
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/common/device_common.cuh"
 #include "cuda/common/residency.hpp"
+#include "cuda/common/skinny_operands.cuh"
 #include "cuda/common/split_k.cuh"
 #include "cuda/ladder.hpp"
 
@@ -50,19 +52,6 @@ constexpr int kThreads = 256, kWarps = kThreads / 32;
 // Values of i per block: 16, or 8 or 4 when the small dimension is at most that (a small
 // batch), so that few FFMAs go to rows of zeros.
 constexpr int kSmallTile = 4, kMidTile = 8, kLargeTile = 16;
-
-// Element (a, b) of an operand at base[a * s0 + b * s1].
-struct SkinnyOperands {
-    const float* X = nullptr;  // L x K: X(j, k)
-    int64_t xs_j = 0, xs_k = 0;
-    const float* Y = nullptr;  // S x K: Y(i, k)
-    int64_t ys_i = 0, ys_k = 0;
-    float* out = nullptr;  // S x L: C, or the slabs of the splits (split s at out + s * os_split)
-    int64_t os_i = 0, os_j = 0, os_split = 0;
-    int64_t S = 0, L = 0, K = 0;
-    float alpha = 1.0f, beta = 0.0f;
-    int splits = 1, chunks = 0;  // k chunks of the kernel's chunk length, dealt to the splits
-};
 
 // out(i, j) = alpha v + beta out(i, j); beta == 0 does not read out.
 __device__ __forceinline__ void store_out(const SkinnyOperands& o, int64_t i, int64_t j, float v) {
@@ -195,10 +184,6 @@ __global__ void __launch_bounds__(kThreads, IT == kLargeTile ? 2 : 1) skinny_kro
         const int64_t i = i0 + flat / KC_RJ, j = j0 + flat % KC_RJ;
         if (i < o.S && j < o.L) store_out(o, i, j, acc[f]);
     }
-}
-
-__device__ __forceinline__ void prefetch_l2(const float* p) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 // The j-row kernel. Block (it, jb, split): i in [IT it, IT it + IT), lane l of every
@@ -533,66 +518,10 @@ GemvRowsLaunch gemv_rows_for(int64_t S) {
     return gemv_rows_launch<GemvRowsTile<16, 4, 4, 1>>();
 }
 
-// The problem in skinny terms: small_is_m, S = M (Y = op(A), X(j, k) = op(B)(k, j));
-// else S = N (Y(i, k) = op(B)(k, i), X = op(A)).
-SkinnyOperands skinny_view(const DeviceOperands& p, bool small_is_m) {
-    const Problem& q = p.problem;
-    // op(A)(m, k) = A[m * a_m + k * a_k]; op(B)(k, n) = B[k * b_k + n * b_n].
-    const int64_t a_m = q.trans_a ? 1 : q.lda, a_k = q.trans_a ? q.lda : 1;
-    const int64_t b_k = q.trans_b ? 1 : q.ldb, b_n = q.trans_b ? q.ldb : 1;
-    SkinnyOperands o;
-    o.K = q.K;
-    o.alpha = q.alpha, o.beta = q.beta;
-    if (small_is_m) {
-        o.S = q.M, o.L = q.N;
-        o.Y = p.A, o.ys_i = a_m, o.ys_k = a_k;
-        o.X = p.B, o.xs_j = b_n, o.xs_k = b_k;
-        o.out = p.C, o.os_i = q.ldc, o.os_j = 1;
-    } else {
-        o.S = q.N, o.L = q.M;
-        o.Y = p.B, o.ys_i = b_n, o.ys_k = b_k;
-        o.X = p.A, o.xs_j = a_m, o.xs_k = a_k;
-        o.out = p.C, o.os_i = 1, o.os_j = q.ldc;
-    }
-    return o;
-}
-
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
 // With more than one split, split s writes slab s (C's layout, alpha 1, beta 0) and
 // reduce_split_k forms C from the slabs afterwards; with one, o writes C itself.
 SplitKSlabs park_splits(SkinnyOperands& o, const Problem& q, Workspace& ws, bool small_is_m) {
-    SplitKSlabs slabs;
-    if (o.splits > 1) {
-        slabs = reserve_split_k_slabs(ws, o.splits, q.M, q.N, 64, 64);
-        o.out = slabs.partial, o.os_split = slabs.slab();
-        o.os_i = small_is_m ? slabs.ld : 1, o.os_j = small_is_m ? 1 : slabs.ld;
-        o.alpha = 1.0f, o.beta = 0.0f;
-    }
-    return slabs;
-}
-
-// dst[i * ld + k] = src[i * s_i + k * s_k] for i < S, k < K: a thread per element,
-// consecutive threads along whichever of i and k src is denser in, so the loads coalesce.
-__global__ void gather_rows_kernel(const float* src, int64_t s_i, int64_t s_k, int64_t S, int64_t K, float* dst,
-                                   int64_t ld) {
-    const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (e >= S * K) return;
-    const bool i_inner = s_i < s_k;
-    const int64_t i = i_inner ? e % S : e / K, k = i_inner ? e / S : e % K;
-    dst[i * ld + k] = src[i * s_i + k * s_k];
-}
-
-// Y as the GEMV kernels read it: rows contiguous along k, each starting on 16 bytes.
-// Any other Y is copied so into workspace slot 0 or 2 (as Y is op(A) or op(B)) first.
-void make_y_contiguous(SkinnyOperands& o, cudaStream_t stream, Workspace& ws, bool small_is_m) {
-    if ((aligned16(o.Y) && o.ys_k == 1 && (o.S == 1 || o.ys_i % 4 == 0)) || o.K == 0) return;
-    const int64_t ld = (o.K + 3) / 4 * 4;
-    float* y = static_cast<float*>(ws.get(small_is_m ? 0 : 2, size_t(o.S * ld) * sizeof(float)));
-    gather_rows_kernel<<<unsigned(ceil_div(o.S * o.K, kThreads)), kThreads, 0, stream>>>(o.Y, o.ys_i, o.ys_k, o.S,
-                                                                                          o.K, y, ld);
-    FASTGEMM_CUDA_CHECK_LAUNCH();
-    o.Y = y, o.ys_i = ld, o.ys_k = 1;
+    return o.splits > 1 ? park_in_slabs(o, q, ws, small_is_m) : SplitKSlabs{};
 }
 
 // The GEMV kernels (one vector, or 2 to 32 rows of Y against X rows along k), with K
@@ -639,11 +568,9 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     SkinnyOperands o = skinny_view(p, small_is_m);
     if (o.S > kMaxSmall)
         throw ConstraintError(std::string(name) + ": the small dimension is at most " + std::to_string(kMaxSmall));
-    // X is stored L x K (rows along k) or K x L (rows along j); with K == 1 or L == 1 both
-    // strides may be 1, and either kernel reads it right.
-    const bool krow = o.xs_k == 1;
-    // 16-byte loads need every row of X to start on 16 bytes.
-    const bool vec = krow ? aligned16(o.X) && o.xs_j % 4 == 0 : aligned16(o.X) && o.xs_k % 4 == 0 && o.xs_j == 1;
+    // X is stored L x K (rows along k) or K x L (rows along j).
+    const bool krow = rows_along_k(o);
+    const bool vec = x_rows_aligned16(o);  // 16-byte loads
     // The GEMV kernels: one vector (any X), or up to kGemvRows rows against X rows that
     // start on 16 bytes, Y within the rows kernel's 32-bit offsets (a k-row tile below
     // takes the rest).
