@@ -299,7 +299,6 @@ struct GemvLaunch {
 };
 template <class T>
 GemvLaunch gemv_launch() {
-    allow_dynamic_smem(fp32x3_gemv_kernel<T>, T::RING_BYTES);
     return {fp32x3_gemv_kernel<T>, T::ROWS_PER_BLOCK, T::KW, T::RING_BYTES};
 }
 
@@ -315,9 +314,13 @@ void launch(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const c
     }
     make_y_contiguous(o, stream, ws, small_is_m);
     const int64_t itiles = ceil_div(o.S, kRowsOfY);
+    // resident_blocks also allows each kernel its ring of shared memory (on its first call).
     GemvLaunch l = gemv_launch<WideTile>();
-    const int64_t resident = resident_blocks(l.kernel, kThreads, l.smem);
-    if (10 * itiles * ceil_div(o.L, l.rows_per_block) < 9 * resident) l = gemv_launch<NarrowTile>();
+    int64_t resident = resident_blocks(l.kernel, kThreads, l.smem);
+    if (10 * itiles * ceil_div(o.L, l.rows_per_block) < 9 * resident) {
+        l = gemv_launch<NarrowTile>();
+        resident = resident_blocks(l.kernel, kThreads, l.smem);
+    }
     const int64_t blocks = itiles * ceil_div(o.L, l.rows_per_block);
     o.chunks = int(ceil_div(q.K, kStepK));
     // K split over blocks only where the blocks leave SMs idle, as far as one wave of
