@@ -608,12 +608,14 @@ def test_ozaki_rung_is_registered_but_not_an_auto_candidate():
 @pytest.mark.parametrize("inputs", ["uniform", "wide"])
 @pytest.mark.parametrize("M,N,K,ta,tb", [(64, 64, 64, False, False), (300, 260, 200, False, False),
                                          (130, 517, 1031, True, False), (257, 129, 333, False, True),
-                                         (2100, 2000, 97, True, True), (128, 256, 4096, False, False)])
+                                         (2100, 2000, 97, True, True), (2176, 2048, 520, True, False),
+                                         (128, 256, 4096, False, False)])
 def test_ozaki_rung_matches_the_cpu_reference_bit_for_bit(rng, inputs, M, N, K, ta, tb):
     """The rung runs the scheme of src/ozaki/ozaki_scheme.hpp, the CPU reference kernel
     runs it step for step: with beta == 0 every element agrees to the bit (scaling, residues,
     exact sums, CRT, unscaling, certificate, IEEE recomputation). Edge tiles, several tiles per
-    block (2100 x 2000: 136 tiles), every transpose, both input classes."""
+    block (2100 x 2000 and 2176 x 2048: 136 tiles, the second with a modulus's last k-tile in
+    column halves), every transpose, both input classes."""
     gen = rand if inputs == "uniform" else _wide
     A = gen(rng, K, M) if ta else gen(rng, M, K)
     B = gen(rng, N, K) if tb else gen(rng, K, N)

@@ -98,29 +98,38 @@ __device__ __forceinline__ int32_t scaled_integer(float a, double f, bool& inexa
     return int32_t(uint32_t(__double_as_longlong(t)));
 }
 
-// The seven residues of a scaled integer v (|v| < 2^28) as bytes e of word[0..6], the
-// canonical ones of oz::symmetric_residue (ozaki_residue.cuh): v = hi 2^14 + lo with
-// |hi| <= 2^14 and 0 <= lo < 2^14, converted once, and y = hi (2^14 mod m) + lo, below
-// 2^21 + 2^14 and exact from one FMA per modulus.
-__device__ __forceinline__ void split_integer(int32_t v, int e, uint32_t (&word)[oz::kModuli]) {
+// The seven residues of a scaled integer v (|v| < 2^28) as the bits of ozaki_residue.cuh
+// (low byte: the residue), the canonical ones of oz::symmetric_residue: v = hi 2^14 + lo with
+// |hi| <= 2^14 and 0 <= lo < 2^14, converted once, then per odd modulus y = hi (2^14 mod m)
+// + lo, below 2^21 + 2^14 and exact from one FMA, and y + 1.5 x 2^23 from another.
+__device__ __forceinline__ void split_integer(int32_t v, uint32_t (&bits)[oz::kModuli]) {
     const float hi = small_int_to_float(v >> 14), lo = small_int_to_float(v & 0x3FFF);
+    const float lo_biased = __int_as_float((v & 0x3FFF) | kSmallIntMagicBits);
 #pragma unroll
     for (int l = 0; l < oz::kModuli; ++l) {
         const int32_t m = oz::modulus(l);
-        const uint32_t byte =
-            m == 256 ? uint32_t(v)
-                     : uint32_t(odd_residue_bits(fmaf(hi, float(symmetric_pow2_mod(14, m)), lo), odd_modulus(m)));
-        word[l] |= (byte & 0xFFu) << (8 * e);
+        const float c = float(symmetric_pow2_mod(14, m));
+        bits[l] = m == 256 ? uint32_t(v) : uint32_t(odd_residue_bits(fmaf(hi, c, lo), fmaf(hi, c, lo_biased), odd_modulus(m)));
     }
 }
 
-// One element: its scaled integer's residues into byte e of word[l]; the line's 1-norm and
-// inexactness accumulate. A line with NaN or Inf (NaN factor) keeps zero residues.
-__device__ __forceinline__ void split_element(float a, double f, bool scalable, int e, uint32_t (&word)[oz::kModuli],
+// One element: its scaled integer's residue bits; the line's 1-norm and inexactness
+// accumulate. A line with NaN or Inf (NaN factor) keeps zero residues.
+__device__ __forceinline__ void split_element(float a, double f, bool scalable, uint32_t (&bits)[oz::kModuli],
                                               uint64_t& norm1, bool& inexact) {
     const int32_t value = scalable ? scaled_integer(a, f, inexact) : 0;
     norm1 += uint64_t(value < 0 ? -int64_t(value) : int64_t(value));
-    split_integer(value, e, word);
+    split_integer(value, bits);
+}
+
+// The residues of four neighbouring k as one word per plane.
+__device__ __forceinline__ void split_quad(const float (&a)[4], double f, bool scalable, uint32_t (&word)[oz::kModuli],
+                                           uint64_t& norm1, bool& inexact) {
+    uint32_t bits[4][oz::kModuli];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) split_element(a[e], f, scalable, bits[e], norm1, inexact);
+#pragma unroll
+    for (int l = 0; l < oz::kModuli; ++l) word[l] = pack_low_bytes(bits[0][l], bits[1][l], bits[2][l], bits[3][l]);
 }
 
 // A block's share of a line's 1-norm and inexactness, added to the line's record (integer
@@ -162,9 +171,8 @@ __global__ void __launch_bounds__(kRowBlock)
         for (int h = 0; h < 2; ++h) {
             const int64_t k = k0 + h * 4 * 32;
             if (k >= k_end) break;
-            uint32_t word[oz::kModuli] = {};
-#pragma unroll
-            for (int e = 0; e < 4; ++e) split_element(a[h][e], f, scalable, e, word, norm1, inexact);
+            uint32_t word[oz::kModuli];
+            split_quad(a[h], f, scalable, word, norm1, inexact);
 #pragma unroll
             for (int l = 0; l < oz::kModuli; ++l)
                 *reinterpret_cast<uint32_t*>(planes + (int64_t(l) * v.lines + line) * kp + k) = word[l];
@@ -205,9 +213,8 @@ __global__ void __launch_bounds__(kLanes* kColWarps)
         }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-        uint32_t word[oz::kModuli] = {};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) split_element(a[j][e], f, scalable, e, word, norm1, inexact);
+        uint32_t word[oz::kModuli];
+        split_quad(a[j], f, scalable, word, norm1, inexact);
 #pragma unroll
         for (int l = 0; l < oz::kModuli; ++l) staged[l][x][8 * j + w] = word[l];
     }

@@ -92,28 +92,90 @@ __device__ __forceinline__ void reconstruction_bar() { asm volatile("bar.sync 1,
 __device__ __forceinline__ int stash_slot(int l, int i) { return l + oz::kModuli * (i & 1); }
 
 // x mod m for the accumulators, exact for every int32 x (ozaki_residue.cuh): x = hi 2^17 +
-// lo and y = hi (2^17 mod m) + lo, below 2^21 + 2^17 in magnitude. residue_bits returns the
-// bits of the canonical residue r plus 1.5 x 2^23, whose low byte is what the stash packs;
-// for m = 256 the low byte of x is the residue, and x is returned.
+// lo and u = hi (2^17 mod m) + lo, below 2^21 + 2^17 in magnitude. u + 1.5 x 2^23 comes from
+// one integer multiply-add on the float's bits (lo | the constant's bits is lo + them, their
+// low 22 bits being zero). residue_bits returns the bits of the canonical residue r plus
+// 1.5 x 2^23, whose low byte is what the stash packs; for m = 256 the low byte of x is the
+// residue, and x is returned. Seven instructions an accumulator.
 struct Modulus {
     int32_t m, c17;
     OddModulus odd;
 };
-__device__ __forceinline__ Modulus modulus_constants(int l) {
-    const int32_t m = oz::modulus(l);
-    return {m, symmetric_pow2_mod(17, m), odd_modulus(m)};
+__host__ __device__ constexpr Modulus modulus_of(int l) {
+    return {oz::modulus(l), symmetric_pow2_mod(17, oz::modulus(l)), odd_modulus(oz::modulus(l))};
 }
+// A table, so that no modulus's constants are computed (1 / m would be a division with a
+// divergent slow path, which ptxas answers by serializing every wgmma of the kernel).
+__constant__ const Modulus kModulusConstants[oz::kModuli] = {modulus_of(0), modulus_of(1), modulus_of(2), modulus_of(3),
+                                                             modulus_of(4), modulus_of(5), modulus_of(6)};
+__device__ __forceinline__ Modulus modulus_constants(int l) { return kModulusConstants[l]; }
 __device__ __forceinline__ int32_t residue_bits(int32_t x, const Modulus& md) {
     if (md.m == 256) return x;
-    return odd_residue_bits(small_int_to_float((x >> 17) * md.c17 + (x & 0x1FFFF)), md.odd);
+    const float y_biased = __int_as_float((x >> 17) * md.c17 + ((x & 0x1FFFF) | kSmallIntMagicBits));
+    return odd_residue_bits(y_biased - kSmallIntMagic, y_biased, md.odd);
 }
 // The residue itself, in [-128, 127].
 __device__ __forceinline__ int32_t residue(int32_t x, const Modulus& md) {
     return md.m == 256 ? int32_t(int8_t(uint8_t(uint32_t(x) & 0xFFu))) : residue_bits(x, md) - kSmallIntMagicBits;
 }
 
-// Byte e of a word of packed residues, sign-extended.
-__device__ __forceinline__ int32_t residue_byte(uint32_t word, int e) { return int32_t(int8_t(uint8_t(word >> (8 * e)))); }
+// The accumulators, reduced mod m, into the thread's 32 words of a stash plane (four residues
+// a word, packed by byte permutes). The caller has waited for the modulus's products.
+__device__ __forceinline__ void stash_residues(uint32_t (&acc)[128], const Modulus& md, uint32_t* plane) {
+#pragma unroll
+    for (int r = 0; r < 128; ++r) fence_operand(acc[r]);
+#pragma unroll
+    for (int w = 0; w < Cfg::WORDS; ++w)
+        plane[w * Cfg::MULTIPLIERS] =
+            pack_low_bytes(residue_bits(int32_t(acc[4 * w]), md), residue_bits(int32_t(acc[4 * w + 1]), md),
+                           residue_bits(int32_t(acc[4 * w + 2]), md), residue_bits(int32_t(acc[4 * w + 3]), md));
+}
+
+// C' of one element (oz::crt_reconstruct's integer) from byte e of the seven stash words,
+// with every step a full-rate instruction. The residues are biased to u = r + 128 in
+// [0, 255] (one xor per word), so that a byte permute extracts u (no sign extension) and
+// another one builds the float 2^23 + u (no I2F); S = sum u E_l mod 2^64 takes one wide
+// multiply-add of E_l's low word and one 32-bit multiply-add of its high word per modulus;
+// the quotient is rounded by a magic-number add (no FRND, F2I). The bias leaves S as a
+// constant, 128 sum E_l, and leaves the estimate as 128 sum hi_l (exact: sum u hi_l is a sum
+// of multiples of 2^-12 below 2^11, so (sum u hi_l) - 128 sum hi_l is crt_reconstruct's
+// exact part to the bit) and 128 sum lo_l, after which the rest differs from
+// crt_reconstruct's by less than 2^-20: the estimate stays inside step 5's margin of 2^-13,
+// so q is the true quotient there as here, and C' = S - q P is the same integer.
+struct CrtBias {
+    uint64_t s;
+    float hi, lo;
+};
+__host__ __device__ constexpr CrtBias crt_bias() {
+    CrtBias b{0, 0.0f, 0.0f};
+    double lo = 0.0;
+    for (int l = 0; l < oz::kModuli; ++l) {
+        b.s += 128 * oz::crt_basis(l);
+        b.hi += 128.0f * oz::quotient_hi(l);
+        lo += 128.0 * double(oz::quotient_lo(l));
+    }
+    b.lo = float(lo);
+    return b;
+}
+__device__ __forceinline__ int64_t crt_from_biased(const uint32_t (&biased)[oz::kModuli], int e) {
+    constexpr CrtBias bias = crt_bias();
+    uint64_t s = 0;
+    uint32_t s_high = 0;
+    float exact = 0.0f, rest = 0.0f;
+#pragma unroll
+    for (int l = 0; l < oz::kModuli; ++l) {
+        const uint32_t u = __byte_perm(biased[l], 0u, 0x4440u | uint32_t(e));
+        const float uf = __int_as_float(__byte_perm(biased[l], 0x4B000000u, 0x7540u | uint32_t(e))) - 8388608.0f;
+        s += uint64_t(u) * uint32_t(oz::crt_basis(l));
+        s_high += u * uint32_t(oz::crt_basis(l) >> 32);
+        exact = fmaf(uf, oz::quotient_hi(l), exact);
+        rest = fmaf(uf, oz::quotient_lo(l), rest);
+    }
+    s += uint64_t(s_high) << 32;
+    const float estimate = (exact - bias.hi) + (rest - bias.lo);
+    const int32_t q = __float_as_int(estimate + kSmallIntMagic) - kSmallIntMagicBits;  // rint, |q| < 2^10
+    return int64_t(s - bias.s - uint64_t(int64_t(q)) * oz::kP);
+}
 
 // The tiles a block handles, in turn. A cluster of CM blocks takes stacks of CM tiles along
 // M (grouped rasterisation over the stacks); block `rank` of the cluster takes tile `rank`
@@ -222,12 +284,12 @@ __device__ __forceinline__ void reconstruct(const OzakiArgs& args, const TileOrd
             const int local = u % 128, g = (local % 32) >> 2, tq = local & 3;
             row0 = 64 * c + 16 * (local / 32) + g;
             col0 = 8 * (8 * qr + u / 128) + 2 * tq;
+            uint32_t biased[oz::kModuli];
+#pragma unroll
+            for (int l = 0; l < oz::kModuli; ++l) biased[l] = words[l] ^ 0x80808080u;
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                int32_t res[oz::kModuli];
-#pragma unroll
-                for (int l = 0; l < oz::kModuli; ++l) res[l] = residue_byte(words[l], e);
-                v[e] = oz::unscale(oz::crt_reconstruct(res), inverse[row0 + 8 * (e >> 1)], inverse[BM + col0 + (e & 1)]);
+                v[e] = oz::unscale(crt_from_biased(biased, e), inverse[row0 + 8 * (e >> 1)], inverse[BM + col0 + (e & 1)]);
             }
         };
         // alpha c (+ beta C) for the unit's elements inside C.
@@ -408,22 +470,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 }
                 wgmma_wait<0>();
                 release(it - 1);
-#pragma unroll
-                for (int r = 0; r < 128; ++r) fence_operand(acc[r]);
-
-                // Residues, four to a word, into this tile's plane for modulus l. Tiles take
-                // turns between the two halves of the stash: before the first plane, the
-                // reconstruction of the tile two back must be done with this half.
+                // Residues into this tile's plane for modulus l. Tiles take turns between the
+                // two halves of the stash: before the first plane, the reconstruction of the
+                // tile two back must be done with this half.
                 if (l == 0 && i >= 2) mbar_wait(&stash_free[i & 1], unsigned((i >> 1) - 1) & 1u);
-                uint32_t* plane = stash + stash_slot(l, i) * Cfg::PLANE_WORDS + tid;
-#pragma unroll
-                for (int w = 0; w < Cfg::WORDS; ++w) {
-                    uint32_t word = 0;
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        word |= (uint32_t(residue_bits(int32_t(acc[4 * w + e]), md)) & 0xFFu) << (8 * e);
-                    plane[w * Cfg::MULTIPLIERS] = word;
-                }
+                stash_residues(acc, md, stash + stash_slot(l, i) * Cfg::PLANE_WORDS + tid);
             }
             mbar_arrive(&stash_full[i & 1]);  // this thread's seven planes of the tile are written
         }
