@@ -122,6 +122,53 @@ def test_class_tolerance_is_twice_fp32():
         assert _fastgemm.tolerance_for("fp32_ozaki", K) == pytest.approx(2 * _fastgemm.tolerance_for("fp32", K))
 
 
+# --- The cuda rung's integer arithmetic, modelled in numpy with its IEEE operations -------------
+
+def test_one_fma_with_the_float_reciprocal_gives_the_symmetric_residue():
+    """ozaki_residue.cuh reduces y mod an odd m with no correction step: q = rint(y fl(1/m))
+    (one FMA with 1.5 x 2^23) must be round(y / m) for every |y| < 2^22, so that y - q m is
+    the canonical residue in [-(m-1)/2, (m-1)/2]. Checked for every such y."""
+    y = np.arange(-(1 << 22) + 1, 1 << 22, dtype=np.float64)
+    for m in MODULI[1:]:
+        inv = np.float64(np.float32(1.0) / np.float32(m))  # IEEE FP32 division, as on the device
+        r = y - np.rint(y * inv) * m  # y * inv is exact in FP64; rint rounds it as the FMA does
+        canonical = np.mod(y + (m - 1) // 2, m) - (m - 1) // 2
+        assert np.array_equal(r, canonical), m
+
+
+def _fmaf(a, b, c):
+    """fmaf on float32 arrays: the FP64 product and sum are exact for these operands."""
+    return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+
+
+def test_quotient_from_biased_residues_is_the_references(rng):
+    """The rung rebuilds C' from residues biased to u = r + 128 (crt_from_biased in
+    15_ozaki_int8.cu); its FP32 quotient estimate must round to the true quotient of
+    S = sum r_l E_l by P, as crt_reconstruct's does, for every C' the scheme can produce
+    (|C'| < P/2 (1 - 2^-12)). 200000 values of C', both ends of the range included."""
+    from fractions import Fraction
+    E = [(P // m) * pow(P // m, -1, m) % P for m in MODULI]
+    hi = [np.float32(round(Fraction(e, P) * 4096) / 4096) for e in E]
+    lo = [np.float32(float(Fraction(e, P) - Fraction(float(h)))) for e, h in zip(E, hi)]
+    limit = int(P // 2 * (1 - 2.0**-12))
+    C = np.concatenate([rng.integers(-limit, limit, 200000, dtype=np.int64), [-limit, limit, 0, 1, -1]])
+    zero = np.zeros(len(C), np.float32)
+    ref_exact, ref_rest, u_exact, u_rest = zero, zero, zero, zero
+    S = [0] * len(C)
+    for m, e, h, l in zip(MODULI, E, hi, lo):
+        r = (np.mod(C + m // 2, m) - m // 2) if m == 256 else (np.mod(C + (m - 1) // 2, m) - (m - 1) // 2)
+        rf, uf = r.astype(np.float32), (r + 128).astype(np.float32)
+        ref_exact, ref_rest = _fmaf(rf, np.float32(h), ref_exact), _fmaf(rf, np.float32(l), ref_rest)
+        u_exact, u_rest = _fmaf(uf, np.float32(h), u_exact), _fmaf(uf, np.float32(l), u_rest)
+        S = [s + int(ri) * e for s, ri in zip(S, r)]
+    bias_hi = np.float32(sum(np.float32(128.0) * h for h in hi))
+    bias_lo = np.float32(sum(128.0 * float(l) for l in lo))
+    q_ref = np.rint(ref_exact + ref_rest)
+    q_dev = np.rint((u_exact - bias_hi) + (u_rest - bias_lo))
+    q_true = np.array([(s - int(c)) // P for s, c in zip(S, C)], dtype=np.float64)
+    assert np.array_equal(q_ref, q_true) and np.array_equal(q_dev, q_true)
+
+
 @pytest.mark.parametrize("inputs", ["uniform", "wide"])
 @pytest.mark.parametrize("shape", [(64, 64, 64), (130, 67, 300), (70, 129, 1025)], ids=lambda s: "x".join(map(str, s)))
 def test_matches_the_numpy_model_bit_for_bit(rng, inputs, shape):

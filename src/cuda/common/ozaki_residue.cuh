@@ -15,8 +15,8 @@
 // for odd m it lies at least 1 / (2m) > 2^-9 from every half-integer. So rounding y inv to
 // the nearest integer (one FMA with 1.5 x 2^23, whose sum has a unit in the last place of 1)
 // gives q = round(y / m) exactly, and r = y - q m is the canonical symmetric residue in
-// [-(m-1)/2, (m-1)/2] of oz::symmetric_residue. Checked exhaustively on the CPU with the same
-// IEEE operations for every |y| < 2^22 and every odd modulus.
+// [-(m-1)/2, (m-1)/2] of oz::symmetric_residue. tests/test_ozaki.py checks it for every
+// |y| < 2^22 and every odd modulus.
 #pragma once
 
 #include <cstdint>

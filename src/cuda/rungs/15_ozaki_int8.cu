@@ -141,7 +141,8 @@ __device__ __forceinline__ void stash_residues(uint32_t (&acc)[128], const Modul
 // of multiples of 2^-12 below 2^11, so (sum u hi_l) - 128 sum hi_l is crt_reconstruct's
 // exact part to the bit) and 128 sum lo_l, after which the rest differs from
 // crt_reconstruct's by less than 2^-20: the estimate stays inside step 5's margin of 2^-13,
-// so q is the true quotient there as here, and C' = S - q P is the same integer.
+// so q is the true quotient there as here, and C' = S - q P is the same integer
+// (tests/test_ozaki.py models both estimates with these IEEE operations).
 struct CrtBias {
     uint64_t s;
     float hi, lo;
