@@ -57,5 +57,9 @@ void gemm_ieee_listed(const DeviceOperands& p, const int* list, int max_regions,
     FASTGEMM_CUDA_CHECK_LAUNCH();
 }
 
+int* fallback_list(Workspace& ws, int64_t max_regions) {
+    return static_cast<int*>(ws.get(7, size_t(1 + 2 * max_regions) * sizeof(int)));
+}
+
 }  // namespace cuda
 }  // namespace fastgemm

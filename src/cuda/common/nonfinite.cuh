@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/common/device_operands.hpp"
+#include "cuda/common/workspace.hpp"
 
 namespace fastgemm {
 namespace cuda {
@@ -31,6 +32,11 @@ namespace cuda {
 // the IEEE FP32 GEMM of p (any transposes, alpha, beta). rows and cols are multiples
 // of 16.
 void gemm_ieee_listed(const DeviceOperands& p, const int* list, int max_regions, int rows, int cols, cudaStream_t stream);
+
+// The list gemm_ieee_listed reads, in workspace slot 7 (every kernel that lists regions
+// uses this slot): room for the count and max_regions (m0, n0) pairs. Its count is not
+// zeroed here: the caller queues that (a memset, or an operand pass that does it).
+int* fallback_list(Workspace& ws, int64_t max_regions);
 
 }  // namespace cuda
 }  // namespace fastgemm

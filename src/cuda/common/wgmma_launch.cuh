@@ -93,7 +93,7 @@ void launch_wgmma_persistent(const DeviceOperands& p, cudaStream_t stream, Works
     // fp32x3: the parts of C (at most two per tile) that the kernel leaves to the IEEE
     // fallback: a count, then (m0, n0) pairs (nonfinite.cuh). Taken before the operand
     // pass, which zeroes the count.
-    int* fallback = Cfg::X3 ? static_cast<int*>(ws.get(7, size_t(1 + 4 * tiles) * sizeof(int))) : nullptr;
+    int* fallback = Cfg::X3 ? fallback_list(ws, 2 * tiles) : nullptr;
     const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, fallback);
     const unsigned blocks = unsigned(tiles < sms ? tiles : sms);
     // Stream-K tail (stream_k.cuh) when the last round would leave at least half of the
@@ -147,7 +147,7 @@ void launch_wgmma_split_k(const DeviceOperands& p, cudaStream_t stream, Workspac
     // fp32x3: the 64 x 64 regions whose sums are not finite go to the IEEE fallback; A's
     // pass zeroes the list's count.
     const int64_t regions = ceil_div(q.M, kSplitKRegion) * ceil_div(q.N, kSplitKRegion);
-    int* fallback = Cfg::X3 ? static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int))) : nullptr;
+    int* fallback = Cfg::X3 ? fallback_list(ws, regions) : nullptr;
     const WgmmaMaps maps = prepare_wgmma_operands<Cfg>(p, stream, ws, fallback);
     const SplitKSlabs slabs = reserve_split_k_slabs(ws, S, q.M, q.N, Cfg::BM, Cfg::BN);
     // (Rows are rounded up to the reduction's 64-row regions too: a 16-row tile's slab has

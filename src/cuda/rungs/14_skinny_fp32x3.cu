@@ -336,7 +336,7 @@ void launch(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, const c
     l.kernel<<<dim3(unsigned(blocks), unsigned(o.splits)), kThreads, l.smem, stream>>>(o);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     const int64_t regions = ceil_div(q.M, kSplitKRegion) * ceil_div(q.N, kSplitKRegion);
-    int* fallback = static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int)));
+    int* fallback = fallback_list(ws, regions);
     FASTGEMM_CUDA_CHECK(cudaMemsetAsync(fallback, 0, sizeof(int), stream));
     reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, fallback, stream);
     gemm_ieee_listed(p, fallback, int(regions), kSplitKRegion, kSplitKRegion, stream);

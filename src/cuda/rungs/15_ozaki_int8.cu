@@ -531,7 +531,7 @@ void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Wor
     // The regions of C (64 x 64) the certificate may leave to the IEEE kernel: a count, then
     // (m0, n0) pairs.
     const int64_t regions = ceil_div(q.M, oz::kRegion) * ceil_div(q.N, oz::kRegion);
-    args.fallback = static_cast<int*>(ws.get(7, size_t(1 + 2 * regions) * sizeof(int)));
+    args.fallback = fallback_list(ws, regions);
     FASTGEMM_CUDA_CHECK(cudaMemsetAsync(args.fallback, 0, sizeof(int), stream));
     // Pairs of blocks share B's tiles (one L2 read for two SMs); a single row of tiles has
     // no partner.
