@@ -68,7 +68,8 @@ struct Ozaki128x256 {
     static constexpr int PLANE_WORDS = WORDS * MULTIPLIERS;
     static constexpr int SLOTS = 2 * oz::kModuli;  // two tiles' planes: one rebuilt while the next is written
     static constexpr int LINE_BYTES = (BM + BN) * 8;   // 1 / f of the tile's rows and columns
-    static constexpr int SUM_BYTES = (6 * 6 + 2 * 3) * 8;  // six line blocks' bound sums, two regions' warp sums
+    // Six line blocks' bound sums, every reconstruction thread's partial sum per region, verdicts.
+    static constexpr int SUM_BYTES = (6 * 6 + 8 * RECONSTRUCTORS + 8) * 8;
     static constexpr int BAR_BYTES = (2 * STAGES + 4) * 8;
     static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + LINE_BYTES + SUM_BYTES + BAR_BYTES;
     static_assert(SMEM_BYTES <= 227 * 1024, "over the sm_90 shared-memory limit per block");
@@ -85,11 +86,12 @@ struct OzakiArgs {
     int tiles_m, tiles_n, KT;
 };
 
-// Barrier among the 96 reconstruction threads (id 1; 0 is __syncthreads).
-__device__ __forceinline__ void reconstruction_bar() { asm volatile("bar.sync 1, 96;\n" ::: "memory"); }
 
-// The slot of modulus l of the i-th tile this block handles.
-__device__ __forceinline__ int stash_slot(int l, int i) { return l + oz::kModuli * (i & 1); }
+// The seven planes of the i-th tile this block handles: tiles take turns between the two
+// halves of the block's stash.
+__device__ __forceinline__ uint32_t* tile_planes(uint32_t* stash, int i) {
+    return stash + (i & 1) * oz::kModuli * Cfg::PLANE_WORDS;
+}
 
 // x mod m for the accumulators, exact for every int32 x (ozaki_residue.cuh): x = hi 2^17 +
 // lo and u = hi (2^17 mod m) + lo, below 2^21 + 2^17 in magnitude. u + 1.5 x 2^23 comes from
@@ -217,154 +219,198 @@ __device__ __forceinline__ double region_bound_sq(const LineBlockSums& s, const 
            tiny * tiny * s.count * t.count;
 }
 
-// Reconstruction (warps 1-3). A region of C (64 x 64) is the words w in [8qr, 8qr + 8) of
-// the 128 multiplier threads of warpgroup c: 1024 units of four elements, unit u (owner
-// u % 128, word 8qr + u / 128) handled by thread u % 96, so that neighbouring threads read
-// neighbouring words. A thread loads the next unit's seven words before it rebuilds the
-// current one's elements, so that the stash's latency (L2) overlaps the arithmetic. With
-// beta == 0 the results go to C at once: a region that fails its certificate is rewritten
-// whole by the IEEE kernel afterwards. With beta != 0 C must stay as given until the
-// verdict, so a second pass rebuilds the certified regions and stores alpha c + beta C.
-// Every sum runs in a fixed order: the verdicts do not vary by run.
-template <int CM>
-__device__ __forceinline__ void reconstruct(const OzakiArgs& args, const TileOrder<CM>& order, double* inverse,
-                                            double* sums, uint32_t* stash, uint64_t* stash_full,
-                                            uint64_t* stash_free) {
-    constexpr int BM = Cfg::BM, BN = Cfg::BN, UNITS = 1024, T = Cfg::RECONSTRUCTORS;
+// Barrier among the reconstruction warps (id 1; 0 is __syncthreads).
+__device__ __forceinline__ void reconstruction_bar() { asm volatile("bar.sync 1, 96;\n" ::: "memory"); }
+
+// What the reconstruction reads of a tile besides its stash planes, in shared memory.
+struct TileLines {
+    double* inverse;        // [BM + BN]: 1 / f of the tile's rows, then of its columns
+    LineBlockSums* blocks;  // 2 row blocks, then 4 column blocks, of 64 lines
+    double* partial;        // [8][RECONSTRUCTORS]: each thread's sum of result^2 per region
+    int* verdicts;          // [8]
+};
+
+// The tile's lines (rows 0..BM-1, then columns): 1 / f for every element, and each 64-line
+// block's sums for the bounds. Thread t < 96 sums lines t % 16 + 16 k of block t / 16 in
+// increasing k; the 16 threads of a block then combine by a fixed tree.
+__device__ __forceinline__ void load_tile_lines(const OzakiArgs& args, int64_t m0, int64_t n0, const TileLines& lines,
+                                                int t) {
+    constexpr int BM = Cfg::BM;
     const Problem& q = args.p.problem;
-    const int t = threadIdx.x - 32, lane = t % 32, warp = t / 32;
+    const int b = t / 16, part = t % 16;
+    LineBlockSums s{0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int k = 0; k < 4; ++k) {
+        const int x = 64 * b + part + 16 * k;
+        const int64_t at = x < BM ? m0 + x : n0 + (x - BM);
+        const bool in = x < BM ? at < q.M : at < q.N;
+        const OzakiLine* src = x < BM ? args.rows + at : args.cols + at;
+        lines.inverse[x] = in ? src->inverse : 0.0;
+        if (!in) continue;
+        const oz::LineBound lb = oz::line_bound(src->inverse, src->inexact != 0, int64_t(src->norm1));
+        const double e = lb.e, n = lb.n;
+        const double xv = x < BM ? e : fma(double(q.K), e, n), yv = x < BM ? n : e;
+        s.xx = fma(xv, xv, s.xx), s.yy = fma(yv, yv, s.yy), s.xy = fma(xv, yv, s.xy);
+        s.x += xv, s.y += yv, s.count += 1.0;
+    }
+#pragma unroll
+    for (int d = 8; d >= 1; d /= 2) {
+        s.xx += __shfl_xor_sync(0xffffffffu, s.xx, d), s.yy += __shfl_xor_sync(0xffffffffu, s.yy, d);
+        s.xy += __shfl_xor_sync(0xffffffffu, s.xy, d), s.x += __shfl_xor_sync(0xffffffffu, s.x, d);
+        s.y += __shfl_xor_sync(0xffffffffu, s.y, d), s.count += __shfl_xor_sync(0xffffffffu, s.count, d);
+    }
+    if (part == 0) lines.blocks[b] = s;
+}
+
+// Rebuild one tile of C from its seven stash planes, certify its regions and store it, by
+// the reconstruction threads t = 0..T-1 (T = 96). The work is split in groups of four
+// neighbouring multiplier threads' words (one 16-byte load per plane): group G in [0, 2048) is region r = G / 256 (rows 64 (r / 4)..,
+// columns 64 (r % 4)..), word w = 8 (r % 4) + (G % 256) / 32 of owners 128 (r / 4) + 4 (G %
+// 32) + k, i.e. rows row0 and row0 + 8 of the tile and the eight columns 8w..8w + 7, which
+// the thread stores as float4s. Thread t takes G = t, t + T, ...; it loads the next group's
+// words before it rebuilds the current one's, so that the stash's latency overlaps the
+// arithmetic (a thread's loads are latency-bound: four words a load keep four times as many
+// bytes in flight as one; docs/ozaki.md). Each thread keeps its sum of result^2 per
+// region (T < 256, so it has groups in every region); a region's T partial sums are added
+// in a fixed order, so the verdicts do not vary by run. With beta == 0 the results
+// go to C at once (a region that fails its certificate is rewritten whole by the IEEE
+// kernel afterwards); with beta != 0 C must stay as given until the verdict, so a second
+// pass rebuilds the certified regions and stores alpha c + beta C.
+__device__ __forceinline__ void rebuild_tile(const OzakiArgs& args, int64_t m0, int64_t n0, const uint32_t* tile_stash,
+                                             const TileLines& lines, int t) {
+    constexpr int BM = Cfg::BM, GROUPS = 2048, T = Cfg::RECONSTRUCTORS;
+    const Problem& q = args.p.problem;
     const float alpha = q.alpha, beta = q.beta;
-    const bool c_pairs = q.ldc % 2 == 0 && (reinterpret_cast<uintptr_t>(args.p.C) & 7) == 0;
-    LineBlockSums* blocks = reinterpret_cast<LineBlockSums*>(sums);  // 2 row blocks, then 4 column blocks
-    double* region_sums = sums + 6 * 6;  // [2][3]: a region's three warp sums, double-buffered
+    const bool c_quads = q.ldc % 4 == 0 && (reinterpret_cast<uintptr_t>(args.p.C) & 15) == 0;
+    const double* inverse = lines.inverse;
+
+    auto load_words = [&](int G, uint4 (&words)[oz::kModuli]) {
+        const int r = G >> 8, j = G & 255;
+        const int at = (8 * (r % 4) + (j >> 5)) * Cfg::MULTIPLIERS + 128 * (r / 4) + 4 * (j & 31);
+#pragma unroll
+        for (int l = 0; l < oz::kModuli; ++l)
+            words[l] = *reinterpret_cast<const uint4*>(tile_stash + l * Cfg::PLANE_WORDS + at);
+    };
+    // v[h][x]: row row0 + 8h, column col0 + x of the tile. Word k of a plane is owner 4 (G %
+    // 32) + k, whose byte e is its accumulator 4w + e: row + 8 (e / 2), column 2k + e % 2.
+    auto rebuild = [&](int G, const uint4 (&words)[oz::kModuli], float (&v)[2][8], int& row0, int& col0) {
+        const int r = G >> 8, j = G & 255, quad = j & 31;
+        row0 = 64 * (r / 4) + 16 * (quad / 8) + quad % 8;
+        col0 = 8 * (8 * (r % 4) + (j >> 5));
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            uint32_t biased[oz::kModuli];
+#pragma unroll
+            for (int l = 0; l < oz::kModuli; ++l)
+                biased[l] = (k == 0 ? words[l].x : k == 1 ? words[l].y : k == 2 ? words[l].z : words[l].w) ^ 0x80808080u;
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                v[e >> 1][2 * k + (e & 1)] = oz::unscale(crt_from_biased(biased, e), inverse[row0 + 8 * (e >> 1)],
+                                                         inverse[BM + col0 + 2 * k + (e & 1)]);
+        }
+    };
+    // alpha c (+ beta C) for the group's elements inside C.
+    auto store = [&](const float (&v)[2][8], int row0, int col0) {
+        const int64_t n = n0 + col0;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int64_t m = m0 + row0 + 8 * h;
+            if (m >= q.M) continue;
+            float* out = args.p.C + m * q.ldc + n;
+            if (c_quads && n + 7 < q.N) {
+#pragma unroll
+                for (int x = 0; x < 8; x += 4) {
+                    float4 o = beta == 0.0f ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : *reinterpret_cast<float4*>(out + x);
+                    o.x = beta == 0.0f ? alpha * v[h][x] : fmaf(alpha, v[h][x], beta * o.x);
+                    o.y = beta == 0.0f ? alpha * v[h][x + 1] : fmaf(alpha, v[h][x + 1], beta * o.y);
+                    o.z = beta == 0.0f ? alpha * v[h][x + 2] : fmaf(alpha, v[h][x + 2], beta * o.z);
+                    o.w = beta == 0.0f ? alpha * v[h][x + 3] : fmaf(alpha, v[h][x + 3], beta * o.w);
+                    *reinterpret_cast<float4*>(out + x) = o;
+                }
+            } else {
+#pragma unroll
+                for (int x = 0; x < 8; ++x)
+                    if (n + x < q.N) out[x] = beta == 0.0f ? alpha * v[h][x] : fmaf(alpha, v[h][x], beta * out[x]);
+            }
+        }
+    };
+
+    static_assert(T < GROUPS / 8, "every thread has a group in every region");
+    int region = 0;
+    double sum_result_sq = 0.0;
+    uint4 words[oz::kModuli];
+    load_words(t, words);
+    for (int G = t; G < GROUPS; G += T) {
+        uint4 next[oz::kModuli];
+        if (G + T < GROUPS) load_words(G + T, next);
+        if ((G >> 8) != region) {
+            lines.partial[region * T + t] = sum_result_sq;
+            sum_result_sq = 0.0, region = G >> 8;
+        }
+        float v[2][8];
+        int row0, col0;
+        rebuild(G, words, v, row0, col0);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int x = 0; x < 8; ++x)
+                if (m0 + row0 + 8 * h < q.M && n0 + col0 + x < q.N) sum_result_sq += double(v[h][x]) * double(v[h][x]);
+        if (beta == 0.0f) store(v, row0, col0);
+#pragma unroll
+        for (int l = 0; l < oz::kModuli; ++l) words[l] = next[l];
+    }
+    lines.partial[region * T + t] = sum_result_sq;
+    reconstruction_bar();
+    // Region r's sum: threads 8r..8r+7 add T / 8 partial sums each, then a fixed tree.
+    if (t < 64) {
+        const int r = t / 8, part = t % 8;
+        double s = 0.0;
+        for (int k = 0; k < T / 8; ++k) s += lines.partial[r * T + part + 8 * k];
+#pragma unroll
+        for (int d = 4; d >= 1; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
+        if (part == 0)
+            lines.verdicts[r] = oz::region_certified(region_bound_sq(lines.blocks[r / 4], lines.blocks[2 + r % 4]), s, q.K);
+    }
+    reconstruction_bar();
+    uint32_t certified = 0;  // bit r: region r = 4c + qr (rows 64c.., columns 64qr..)
+#pragma unroll
+    for (int r = 0; r < 8; ++r) certified |= uint32_t(lines.verdicts[r] != 0) << r;
+
+    if (beta != 0.0f)
+        for (int G = t; G < GROUPS; G += T) {
+            if (!(certified >> (G >> 8) & 1u)) continue;
+            float v[2][8];
+            int row0, col0;
+            load_words(G, words);
+            rebuild(G, words, v, row0, col0);
+            store(v, row0, col0);
+        }
+    if (t == 0)
+        for (int r = 0; r < 8; ++r) {
+            const int64_t rm = m0 + 64 * (r / 4), rn = n0 + 64 * (r % 4);
+            if (!(certified >> r & 1u) && rm < q.M && rn < q.N) {
+                const int k = atomicAdd(args.fallback, 1);
+                args.fallback[1 + 2 * k] = int(rm);
+                args.fallback[2 + 2 * k] = int(rn);
+            }
+        }
+}
+
+// Reconstruction (warps 1-3): for every tile of the block, its lines, then its planes once
+// the multipliers have written them; then the planes' half of the stash is handed back.
+template <int CM>
+__device__ __forceinline__ void reconstruct(const OzakiArgs& args, const TileOrder<CM>& order, const TileLines& lines,
+                                            uint32_t* stash, uint64_t* stash_full, uint64_t* stash_free) {
+    const int t = threadIdx.x - 32;
     int i = 0;
     for (int stack = order.first; stack < order.stacks; stack += order.step, ++i) {
         int tm, tn;
         order.tile(stack, tm, tn);
-        const int64_t m0 = int64_t(tm) * BM, n0 = int64_t(tn) * BN;
-        reconstruction_bar();  // the previous tile's verdicts and stores are done with these
-        // The tile's lines (rows 0..BM-1, then columns): 1 / f for every element, and each
-        // 64-line block's sums for the bounds. Thread t sums lines t % 16 + 16 k of block
-        // t / 16 in increasing k; the 16 threads of a block then combine by a fixed tree.
-        {
-            const int b = t / 16, part = t % 16;
-            LineBlockSums s{0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-            for (int k = 0; k < 4; ++k) {
-                const int x = 64 * b + part + 16 * k;
-                const int64_t at = x < BM ? m0 + x : n0 + (x - BM);
-                const bool in = x < BM ? at < q.M : at < q.N;
-                const OzakiLine* src = x < BM ? args.rows + at : args.cols + at;
-                inverse[x] = in ? src->inverse : 0.0;
-                if (!in) continue;
-                const oz::LineBound lb = oz::line_bound(src->inverse, src->inexact != 0, int64_t(src->norm1));
-                const double e = lb.e, n = lb.n;
-                const double xv = x < BM ? e : fma(double(q.K), e, n), yv = x < BM ? n : e;
-                s.xx = fma(xv, xv, s.xx), s.yy = fma(yv, yv, s.yy), s.xy = fma(xv, yv, s.xy);
-                s.x += xv, s.y += yv, s.count += 1.0;
-            }
-#pragma unroll
-            for (int d = 8; d >= 1; d /= 2) {
-                s.xx += __shfl_xor_sync(0xffffffffu, s.xx, d), s.yy += __shfl_xor_sync(0xffffffffu, s.yy, d);
-                s.xy += __shfl_xor_sync(0xffffffffu, s.xy, d), s.x += __shfl_xor_sync(0xffffffffu, s.x, d);
-                s.y += __shfl_xor_sync(0xffffffffu, s.y, d), s.count += __shfl_xor_sync(0xffffffffu, s.count, d);
-            }
-            if (part == 0) blocks[b] = s;
-        }
+        const int64_t m0 = int64_t(tm) * Cfg::BM, n0 = int64_t(tn) * Cfg::BN;
+        reconstruction_bar();  // the previous tile's verdicts and stores are done with the lines
+        load_tile_lines(args, m0, n0, lines, t);
         reconstruction_bar();
         mbar_wait(&stash_full[i & 1], unsigned(i >> 1) & 1u);
-
-        auto load_words = [&](int c, int qr, int u, uint32_t (&words)[oz::kModuli]) {
-            const int owner = 128 * c + u % 128, w = 8 * qr + u / 128;
-#pragma unroll
-            for (int l = 0; l < oz::kModuli; ++l)
-                words[l] = stash[stash_slot(l, i) * Cfg::PLANE_WORDS + w * Cfg::MULTIPLIERS + owner];
-        };
-        // The four elements of unit u: rows row0 and row0 + 8 of the tile, columns col0, col0 + 1.
-        auto rebuild = [&](int c, int qr, int u, const uint32_t (&words)[oz::kModuli], float (&v)[4], int& row0,
-                           int& col0) {
-            const int local = u % 128, g = (local % 32) >> 2, tq = local & 3;
-            row0 = 64 * c + 16 * (local / 32) + g;
-            col0 = 8 * (8 * qr + u / 128) + 2 * tq;
-            uint32_t biased[oz::kModuli];
-#pragma unroll
-            for (int l = 0; l < oz::kModuli; ++l) biased[l] = words[l] ^ 0x80808080u;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                v[e] = oz::unscale(crt_from_biased(biased, e), inverse[row0 + 8 * (e >> 1)], inverse[BM + col0 + (e & 1)]);
-            }
-        };
-        // alpha c (+ beta C) for the unit's elements inside C.
-        auto store = [&](const float (&v)[4], int row0, int col0) {
-            const int64_t n = n0 + col0;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int64_t m = m0 + row0 + 8 * h;
-                if (m >= q.M || n >= q.N) continue;
-                float* out = args.p.C + m * q.ldc + n;
-                if (c_pairs && n + 1 < q.N) {
-                    const float2 old = beta == 0.0f ? make_float2(0.0f, 0.0f) : *reinterpret_cast<float2*>(out);
-                    *reinterpret_cast<float2*>(out) =
-                        beta == 0.0f ? make_float2(alpha * v[2 * h], alpha * v[2 * h + 1])
-                                     : make_float2(fmaf(alpha, v[2 * h], beta * old.x), fmaf(alpha, v[2 * h + 1], beta * old.y));
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (n + e < q.N) out[e] = beta == 0.0f ? alpha * v[2 * h + e] : fmaf(alpha, v[2 * h + e], beta * out[e]);
-                }
-            }
-        };
-
-        uint32_t certified = 0;  // bit r: region r = 4c + qr (rows 64c.., columns 64qr..)
-        for (int r = 0; r < 8; ++r) {
-            const int c = r / 4, qr = r % 4;
-            double sum_result_sq = 0.0;
-            uint32_t words[oz::kModuli];
-            load_words(c, qr, t, words);
-            for (int u = t; u < UNITS; u += T) {
-                uint32_t next[oz::kModuli];
-                if (u + T < UNITS) load_words(c, qr, u + T, next);
-                float v[4];
-                int row0, col0;
-                rebuild(c, qr, u, words, v, row0, col0);
-#pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    if (m0 + row0 + 8 * (e >> 1) < q.M && n0 + col0 + (e & 1) < q.N) sum_result_sq += double(v[e]) * double(v[e]);
-                if (beta == 0.0f) store(v, row0, col0);
-#pragma unroll
-                for (int l = 0; l < oz::kModuli; ++l) words[l] = next[l];
-            }
-            // The region's sum over the 96 threads: within each warp, then warps 0-2.
-#pragma unroll
-            for (int s = 16; s >= 1; s /= 2) sum_result_sq += __shfl_xor_sync(0xffffffffu, sum_result_sq, s);
-            if (lane == 0) region_sums[(r % 2) * 3 + warp] = sum_result_sq;
-            reconstruction_bar();
-            const double* rs = region_sums + (r % 2) * 3;
-            if (oz::region_certified(region_bound_sq(blocks[c], blocks[2 + qr]), (rs[0] + rs[1]) + rs[2], q.K))
-                certified |= 1u << r;
-        }
-
-        if (beta != 0.0f)
-            for (int r = 0; r < 8; ++r) {
-                if (!(certified >> r & 1u)) continue;
-                const int c = r / 4, qr = r % 4;
-                for (int u = t; u < UNITS; u += T) {
-                    uint32_t words[oz::kModuli];
-                    load_words(c, qr, u, words);
-                    float v[4];
-                    int row0, col0;
-                    rebuild(c, qr, u, words, v, row0, col0);
-                    store(v, row0, col0);
-                }
-            }
-        if (t == 0)
-            for (int r = 0; r < 8; ++r) {
-                const int64_t rm = m0 + 64 * (r / 4), rn = n0 + 64 * (r % 4);
-                if (!(certified >> r & 1u) && rm < q.M && rn < q.N) {
-                    const int k = atomicAdd(args.fallback, 1);
-                    args.fallback[1 + 2 * k] = int(rm);
-                    args.fallback[2 + 2 * k] = int(rn);
-                }
-            }
+        rebuild_tile(args, m0, n0, tile_planes(stash, i), lines, t);
         mbar_arrive(&stash_free[i & 1]);  // this thread is done with the tile's planes
     }
 }
@@ -381,6 +427,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     double* inverse = reinterpret_cast<double*>(smem + STAGES * Cfg::STAGE_BYTES);  // [BM + BN]
     double* sums = inverse + (BM + BN);                                               // Cfg::SUM_BYTES
     uint64_t* full = reinterpret_cast<uint64_t*>(sums + Cfg::SUM_BYTES / 8);
+    const TileLines lines{inverse, reinterpret_cast<LineBlockSums*>(sums), sums + 6 * 6,
+                          reinterpret_cast<int*>(sums + 6 * 6 + 8 * Cfg::RECONSTRUCTORS)};
     uint64_t* empty = full + STAGES;
     uint64_t* stash_full = empty + STAGES;
     uint64_t* stash_free = stash_full + 2;
@@ -475,12 +523,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                 // two halves of the stash: before the first plane, the reconstruction of the
                 // tile two back must be done with this half.
                 if (l == 0 && i >= 2) mbar_wait(&stash_free[i & 1], unsigned((i >> 1) - 1) & 1u);
-                stash_residues(acc, md, stash + stash_slot(l, i) * Cfg::PLANE_WORDS + tid);
+                stash_residues(acc, md, tile_planes(stash, i) + l * Cfg::PLANE_WORDS + tid);
             }
             mbar_arrive(&stash_full[i & 1]);  // this thread's seven planes of the tile are written
         }
     } else if (threadIdx.x >= 32) {
-        reconstruct(args, order, inverse, sums, stash, stash_full, stash_free);
+        reconstruct<CM>(args, order, lines, stash, stash_full, stash_free);
     }
     if (CM > 1) cluster_sync();  // no block leaves while a peer may still signal its barriers
 #endif
