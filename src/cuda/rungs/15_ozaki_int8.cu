@@ -1,24 +1,25 @@
 // Rung 15, fp32_ozaki on INT8 wgmma: an FP32-accurate product from exact integer products
 // of the operands' residues (src/ozaki/ozaki_scheme.hpp; design and guarantee in
-// docs/ozaki.md). Not an auto candidate (ladder_table.cpp) while fp32x3 is faster on some of
-// the shapes it would serve (docs/ozaki.md, "What is still open").
+// docs/ozaki.md). Not an auto candidate (ladder_table.cpp) until it is measured against
+// fp32x3 on every kind of shape it would serve (docs/ozaki.md, "What is still open").
 //
 // - Operand pass (common/ozaki_operands.cu): per line of op(A) and op(B) the scale, the seven
 //   int8 residue planes (K-major, so one kernel serves every transpose) and the bound terms.
 // - Owns: a block owns 128 x 256 tiles of C in turn (persistent, one block per SM, grouped
 //   rasterisation); for each tile it runs the K loop once per modulus, seven times. Blocks
-//   run in clusters of two on vertically adjacent tiles: each loads its own A box and half
-//   of the shared B box, multicast to both, so that B is read from L2 once per pair.
+//   run in clusters of two (four from kQuadClusterTiles tiles on) on vertically adjacent
+//   tiles: each loads its own A box and its share of the common B box, multicast to all of
+//   them, so that B is read from L2 once per cluster.
 // - Roles (384 threads): warp 0 produces (one thread issues TMA: a 128 x 128-byte box of A's
-//   plane l and its half of the 256 x 128-byte box of B's into a 4-stage ring of 48 KB
+//   plane l and its share of the 256 x 128-byte box of B's into a 4-stage ring of 48 KB
 //   stages); warpgroups 1 and 2 multiply (wgmma m64n256k32 s8 x s8 -> s32, both operands
 //   from shared memory, warpgroup c owning rows [64c, 64c + 64) of the tile, 128
 //   accumulators a thread); warps 1-3 reconstruct, so that the CRT, the certificate and the
 //   stores of one tile overlap the next tile's products. (Reconstruction gets no warpgroup of
 //   its own: ptxas compiles every role within the launch's register share, 65536 / threads,
 //   and the multipliers' 128 accumulators need more than the 128 a 512-thread block leaves.)
-// - A stage is refilled once the multipliers of both blocks of the cluster have released it:
-//   each multiplier warp arrives on the empty barrier of its own block and of its partner's.
+// - A stage is refilled once the multipliers of every block of the cluster have released it:
+//   each multiplier warp arrives on the empty barrier of its own block and of its partners'.
 // - After each modulus the multipliers reduce their accumulators mod m (exact: step 3 of the
 //   scheme) and store the residues, four to a word, in the block's stash in global memory
 //   (2 x 7 planes of 32 words x 256 threads, 448 KB a block: two tiles' planes, so that one
@@ -562,9 +563,19 @@ void launch_residue_products(const OzakiOperands& ops, OzakiArgs args, cudaStrea
     FASTGEMM_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, map_a, map_b, args));
 }
 
-void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+namespace {
+
+// Clusters of four blocks share each B tile among four SMs instead of two: a quarter of B's
+// L2 reads per block instead of half, at the price of four blocks waiting on each stage
+// instead of two. Measured, it pays only on the largest problems (docs/ozaki.md, "Cluster
+// size"): from kQuadClusterTiles tiles of C on, 16384^2 and up for squares.
+constexpr int64_t kQuadClusterTiles = 8192;
+
+// The rung with clusters of `cluster` blocks (1, 2 or 4) along M; a single row of tiles
+// has no partner.
+void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stream, Workspace& ws, int cluster) {
     const Problem& q = p.problem;
-    require_sm90("ozaki_int8_128x256", "wgmma and TMA");
+    require_sm90(name, "wgmma and TMA");
     if (q.M == 0 || q.N == 0) return;
     if (q.K == 0 || q.alpha == 0.0f) {  // BLAS quick return: A and B are not read
         scale_c(p.C, q.M, q.N, q.ldc, q.beta, stream);
@@ -581,14 +592,26 @@ void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Wor
     const int64_t regions = ceil_div(q.M, oz::kRegion) * ceil_div(q.N, oz::kRegion);
     args.fallback = fallback_list(ws, regions);
     FASTGEMM_CUDA_CHECK(cudaMemsetAsync(args.fallback, 0, sizeof(int), stream));
-    // Pairs of blocks share B's tiles (one L2 read for two SMs); a single row of tiles has
-    // no partner.
-    if (args.tiles_m > 1)
-        launch_residue_products<2>(ops, args, stream, ws);
-    else
+    if (args.tiles_m == 1)
         launch_residue_products<1>(ops, args, stream, ws);
+    else if (cluster == 4)
+        launch_residue_products<4>(ops, args, stream, ws);
+    else
+        launch_residue_products<2>(ops, args, stream, ws);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     gemm_ieee_listed(p, args.fallback, int(regions), oz::kRegion, oz::kRegion, stream);
+}
+
+}  // namespace
+
+void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    const Problem& q = p.problem;
+    const int64_t tiles_m = ceil_div(q.M, Cfg::BM), tiles = tiles_m * ceil_div(q.N, Cfg::BN);
+    run_ozaki_int8("ozaki_int8_128x256", p, stream, ws, tiles >= kQuadClusterTiles && tiles_m >= 4 ? 4 : 2);
+}
+
+void launch_ozaki_int8_128x256_c4(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    run_ozaki_int8("ozaki_int8_128x256_c4", p, stream, ws, 4);
 }
 
 }  // namespace cuda
