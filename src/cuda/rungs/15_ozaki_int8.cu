@@ -264,18 +264,19 @@ __device__ __forceinline__ void load_tile_lines(const OzakiArgs& args, int64_t m
 
 // Rebuild one tile of C from its seven stash planes, certify its regions and store it, by
 // the reconstruction threads t = 0..T-1 (T = 96). The work is split in groups of four
-// neighbouring multiplier threads' words (one 16-byte load per plane): group G in [0, 2048) is region r = G / 256 (rows 64 (r / 4)..,
-// columns 64 (r % 4)..), word w = 8 (r % 4) + (G % 256) / 32 of owners 128 (r / 4) + 4 (G %
-// 32) + k, i.e. rows row0 and row0 + 8 of the tile and the eight columns 8w..8w + 7, which
-// the thread stores as float4s. Thread t takes G = t, t + T, ...; it loads the next group's
-// words before it rebuilds the current one's, so that the stash's latency overlaps the
-// arithmetic (a thread's loads are latency-bound: four words a load keep four times as many
-// bytes in flight as one; docs/ozaki.md). Each thread keeps its sum of result^2 per
-// region (T < 256, so it has groups in every region); a region's T partial sums are added
-// in a fixed order, so the verdicts do not vary by run. With beta == 0 the results
-// go to C at once (a region that fails its certificate is rewritten whole by the IEEE
-// kernel afterwards); with beta != 0 C must stay as given until the verdict, so a second
-// pass rebuilds the certified regions and stores alpha c + beta C.
+// neighbouring multiplier threads' words (one 16-byte load per plane): group G in
+// [0, 2048) is region r = G / 256 (rows 64 (r / 4).., columns 64 (r % 4)..), word
+// w = 8 (r % 4) + (G % 256) / 32 of owners 128 (r / 4) + 4 (G % 32) + k, i.e. rows row0 and
+// row0 + 8 of the tile and the eight columns 8w..8w + 7, which the thread stores as
+// float4s. Thread t takes G = t, t + T, ...; it loads the next group's words before it
+// rebuilds the current one's, so that the stash's latency overlaps the arithmetic (a
+// thread's loads are latency-bound: four words a load keep four times as many bytes in
+// flight as one; docs/ozaki.md). Each thread keeps its sum of result^2 per region (T < 256,
+// so it has groups in every region); a region's T partial sums are added in a fixed order,
+// so the verdicts do not vary by run. With beta == 0 the results go to C at once (a region
+// that fails its certificate is rewritten whole by the IEEE kernel afterwards); with
+// beta != 0 C must stay as given until the verdict, so a second pass rebuilds the
+// certified regions and stores alpha c + beta C.
 __device__ __forceinline__ void rebuild_tile(const OzakiArgs& args, int64_t m0, int64_t n0, const uint32_t* tile_stash,
                                              const TileLines& lines, int t) {
     constexpr int BM = Cfg::BM, GROUPS = 2048, T = Cfg::RECONSTRUCTORS;
@@ -301,8 +302,10 @@ __device__ __forceinline__ void rebuild_tile(const OzakiArgs& args, int64_t m0, 
         for (int k = 0; k < 4; ++k) {
             uint32_t biased[oz::kModuli];
 #pragma unroll
-            for (int l = 0; l < oz::kModuli; ++l)
-                biased[l] = (k == 0 ? words[l].x : k == 1 ? words[l].y : k == 2 ? words[l].z : words[l].w) ^ 0x80808080u;
+            for (int l = 0; l < oz::kModuli; ++l) {
+                const uint4& q4 = words[l];
+                biased[l] = (k == 0 ? q4.x : k == 1 ? q4.y : k == 2 ? q4.z : q4.w) ^ 0x80808080u;
+            }
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 v[e >> 1][2 * k + (e & 1)] = oz::unscale(crt_from_biased(biased, e), inverse[row0 + 8 * (e >> 1)],
@@ -336,6 +339,7 @@ __device__ __forceinline__ void rebuild_tile(const OzakiArgs& args, int64_t m0, 
     };
 
     static_assert(T < GROUPS / 8, "every thread has a group in every region");
+    static_assert(T % 8 == 0, "eight threads add a region's partial sums, T / 8 each");
     int region = 0;
     double sum_result_sq = 0.0;
     uint4 words[oz::kModuli];
@@ -368,8 +372,8 @@ __device__ __forceinline__ void rebuild_tile(const OzakiArgs& args, int64_t m0, 
         for (int k = 0; k < T / 8; ++k) s += lines.partial[r * T + part + 8 * k];
 #pragma unroll
         for (int d = 4; d >= 1; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
-        if (part == 0)
-            lines.verdicts[r] = oz::region_certified(region_bound_sq(lines.blocks[r / 4], lines.blocks[2 + r % 4]), s, q.K);
+        const double bound_sq = region_bound_sq(lines.blocks[r / 4], lines.blocks[2 + r % 4]);
+        if (part == 0) lines.verdicts[r] = oz::region_certified(bound_sq, s, q.K);
     }
     reconstruction_bar();
     uint32_t certified = 0;  // bit r: region r = 4c + qr (rows 64c.., columns 64qr..)
