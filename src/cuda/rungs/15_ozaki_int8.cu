@@ -372,8 +372,10 @@ __device__ __forceinline__ void rebuild_tile(const OzakiArgs& args, int64_t m0, 
         for (int k = 0; k < T / 8; ++k) s += lines.partial[r * T + part + 8 * k];
 #pragma unroll
         for (int d = 4; d >= 1; d /= 2) s += __shfl_xor_sync(0xffffffffu, s, d);
-        const double bound_sq = region_bound_sq(lines.blocks[r / 4], lines.blocks[2 + r % 4]);
-        if (part == 0) lines.verdicts[r] = oz::region_certified(bound_sq, s, q.K);
+        if (part == 0) {
+            const double bound_sq = region_bound_sq(lines.blocks[r / 4], lines.blocks[2 + r % 4]);
+            lines.verdicts[r] = oz::region_certified(bound_sq, s, q.K);
+        }
     }
     reconstruction_bar();
     uint32_t certified = 0;  // bit r: region r = 4c + qr (rows 64c.., columns 64qr..)
@@ -575,8 +577,8 @@ namespace {
 // size"): from kQuadClusterTiles tiles of C on, 16384^2 and up for squares.
 constexpr int64_t kQuadClusterTiles = 8192;
 
-// The rung with clusters of `cluster` blocks (1, 2 or 4) along M; a single row of tiles
-// has no partner.
+// The rung with clusters of `cluster` blocks (2 or 4) along M; a single row of tiles has no
+// partner and runs without clusters.
 void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stream, Workspace& ws, int cluster) {
     const Problem& q = p.problem;
     require_sm90(name, "wgmma and TMA");
