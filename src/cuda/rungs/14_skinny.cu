@@ -191,9 +191,14 @@ __global__ void __launch_bounds__(kThreads, IT == kLargeTile ? 2 : 1) skinny_kro
 // 8 t: one float4 of X and IT / 4 broadcast float4s of Y for 4 IT FFMAs per k. The 8
 // warps' acc are then added in a fixed tree through shared memory.
 constexpr int JC_KCH = 256, JC_COLS = 128;
+// The 4- and 8-row tiles are bound by the loads they keep in flight: at two blocks an SM
+// (128 registers; ptxas takes 192-230 when it may) 4 x 8192 x 2048 TN takes 31.6 instead
+// of 36.6 us on the H200, and 4 x 4096 x 4096 30.7 instead of 35.7; at three (80
+// registers) they spill. The 16-row tile's sums need its registers.
+constexpr int jrow_blocks_per_sm(int it) { return it <= kMidTile ? 2 : 1; }
 
 template <int IT, bool VEC>
-__global__ void __launch_bounds__(kThreads) skinny_jrow_kernel(SkinnyOperands o) {
+__global__ void __launch_bounds__(kThreads, jrow_blocks_per_sm(IT)) skinny_jrow_kernel(SkinnyOperands o) {
     // The next chunk of X is prefetched into L2 by the 4- and 8-row tiles (8 x 8192 x 2048
     // NN: 35.6 -> 32.1 us); the 16-row tile's sums leave no registers for it (128 -> 175,
     // one block per SM: 45.1 -> 65.8 us).
@@ -582,17 +587,6 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     const int it = o.S <= kSmallTile && (vec || !krow) ? kSmallTile : o.S <= kMidTile && vec ? kMidTile : kLargeTile;
     const int64_t itiles = ceil_div(o.S, it);
     const int64_t blocks = itiles * ceil_div(o.L, krow ? kWarps * (64 / it) : JC_COLS);
-    o.chunks = int(ceil_div(q.K, kch));
-    // Enough blocks for every SM to keep several in flight, but no split shorter than
-    // two chunks, and slabs within split_k's bound.
-    int dev = 0, sms = 0;
-    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
-    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const int64_t want = ceil_div(int64_t(4) * sms, blocks);
-    const int64_t splits = std::min<int64_t>({want, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
-    o.splits = int(std::max<int64_t>(1, splits));
-    const SplitKSlabs slabs = park_splits(o, q, ws, small_is_m);
-    const dim3 grid(unsigned(blocks), unsigned(o.splits));
     void (*kernel)(SkinnyOperands) = nullptr;
     if (krow && it == kSmallTile)
         kernel = skinny_krow_kernel<kSmallTile, true>;
@@ -606,6 +600,21 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
         kernel = skinny_jrow_kernel<kMidTile, true>;
     else
         kernel = vec ? skinny_jrow_kernel<kLargeTile, true> : skinny_jrow_kernel<kLargeTile, false>;
+    o.chunks = int(ceil_div(q.K, kch));
+    // Enough blocks for every SM to keep several in flight, but no split shorter than
+    // two chunks, and slabs within split_k's bound. The j-row kernel's 4- and 8-row tiles
+    // fill one wave of their two blocks an SM and no more: a second, partial wave left
+    // SMs idle at its end (1 x 11008 x 4096 NN: 90.6 us in 7 splits, 83.7 in 3; 3 x 1000 x
+    // 20000 NN: 63.8 against 53.9 us).
+    int dev = 0, sms = 0;
+    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const int64_t want = !krow && it <= kMidTile ? resident_blocks(kernel, kThreads, 0) / blocks
+                                                 : ceil_div(int64_t(4) * sms, blocks);
+    const int64_t splits = std::min<int64_t>({want, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
+    o.splits = int(std::max<int64_t>(1, splits));
+    const SplitKSlabs slabs = park_splits(o, q, ws, small_is_m);
+    const dim3 grid(unsigned(blocks), unsigned(o.splits));
     kernel<<<grid, kThreads, 0, stream>>>(o);
     FASTGEMM_CUDA_CHECK_LAUNCH();
     if (o.splits > 1) reduce_split_k(slabs, q.M, q.N, p.C, q.ldc, q.alpha, q.beta, nullptr, stream);
