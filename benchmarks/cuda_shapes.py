@@ -8,7 +8,8 @@ Assumes the package is installed with the cuda backend and PyTorch with CUDA is 
 
 - native device times (CUDA events, median after warm-up, each kernel verified against
   float64 first) of cuBLAS SGEMM, cuBLAS TF32 and the best kernel of each family:
-  strict fp32 (FFMA), tf32 and fp32x3, among the kernels that may win somewhere;
+  strict fp32 (FFMA), tf32, fp32x3 and fp32_ozaki (the Ozaki rung), among the kernels
+  that may win somewhere;
 - fastgemm.sgemm(kernel="auto") on torch CUDA tensors, timed per call with CUDA events
   around the user-facing call, against torch.matmul with TF32 off; which kernel auto
   picked; both results' relative error against float64;
@@ -139,6 +140,7 @@ RATIOS = {
     "auto_vs_torch": "fastgemm.sgemm auto (torch tensors) vs torch.matmul, TF32 off",
     "strict_vs_cublas": "best strict-fp32 kernel vs cuBLAS SGEMM",
     "fp32x3_vs_cublas": "best fp32x3 kernel vs cuBLAS SGEMM",
+    "ozaki_vs_cublas": "the Ozaki rung (fp32_ozaki) vs cuBLAS SGEMM",
     "tf32_vs_cublas_tf32": "best tf32 kernel vs cuBLAS TF32",
     "tf32_request_vs_cublas_tf32": "best kernel precision='tf32' allows (any class) vs cuBLAS TF32",
     "numpy_vs_best_host": "fastgemm.sgemm (numpy arrays) vs the faster of numpy and torch copy+matmul+copy",
@@ -176,6 +178,7 @@ TABLE_LIBRARIES = {
     "cublas": "cuBLAS SGEMM",
     "best_fp32": "best strict fp32 kernel",
     "best_fp32x3": "best fp32x3 kernel",
+    "best_fp32_ozaki": "Ozaki rung",
     "cublas_tf32": "cuBLAS TF32",
     "best_tf32": "best tf32 kernel",
 }
@@ -279,7 +282,7 @@ def copy_bandwidth_gbs(torch) -> float:
 def candidates(fastgemm, all_kernels: bool) -> Dict[str, list]:
     """The kernels timed per family: those that may win somewhere (auto's candidates on
     this machine), or every rung with --all-kernels."""
-    fam = {"fp32": [], "tf32": [], "fp32x3": []}
+    fam = {"fp32": [], "tf32": [], "fp32x3": [], "fp32_ozaki": []}
     for k in fastgemm.kernels("cuda"):
         if k.baseline or not (all_kernels or k.auto_candidate):
             continue
@@ -413,11 +416,13 @@ def row_ratios(res: dict) -> dict:
     return dict(auto_vs_torch=ratio(ms("torch"), ms("auto_torch")),
                 strict_vs_cublas=ratio(ms("cublas"), ms("best_fp32")),
                 fp32x3_vs_cublas=ratio(ms("cublas"), ms("best_fp32x3")),
+                ozaki_vs_cublas=ratio(ms("cublas"), ms("best_fp32_ozaki")),
                 tf32_vs_cublas_tf32=ratio(ms("cublas_tf32"), ms("best_tf32")),
                 # precision="tf32" admits every class: where cuBLAS TF32 itself runs FFMA
                 # (decode steps), the strict kernels are the tf32 request's answer too.
                 tf32_request_vs_cublas_tf32=ratio(ms("cublas_tf32"), min(
-                    [m for m in (ms("best_tf32"), ms("best_fp32"), ms("best_fp32x3")) if m] or [0]) or None),
+                    [m for m in (ms("best_tf32"), ms("best_fp32"), ms("best_fp32x3"), ms("best_fp32_ozaki")) if m]
+                    or [0]) or None),
                 numpy_vs_best_host=ratio(host_best, ms("numpy_fastgemm")))
 
 
@@ -439,6 +444,7 @@ def print_row(shape: Shape, r: dict) -> None:
     print(f"| {shape.label} | {shape.M}x{shape.N}x{shape.K} {shape.op} | {_fmt(res['cublas'])} "
           f"| {_fmt(res['best_fp32'], True)} ({_x(x['strict_vs_cublas'])}) "
           f"| {_fmt(res['best_fp32x3'], True)} ({_x(x['fp32x3_vs_cublas'])}) "
+          f"| {_fmt(res.get('best_fp32_ozaki'))} ({_x(x['ozaki_vs_cublas'])}) "
           f"| {_fmt(res['cublas_tf32'])} | {_fmt(res['best_tf32'], True)} ({_x(x['tf32_vs_cublas_tf32'])}) "
           f"| {_fmt(res.get('auto_torch'), True)} | {_fmt(res.get('torch'))} | {_x(x['auto_vs_torch'])} "
           f"| {err('auto_torch')} / {err('torch')} "
@@ -447,6 +453,7 @@ def print_row(shape: Shape, r: dict) -> None:
 
 
 HEADER = ("| shape | M x N x K op | cuBLAS ms | best fp32 ms kernel (x cuBLAS) | best fp32x3 (x cuBLAS) "
+          "| Ozaki rung ms (x cuBLAS) "
           "| cuBLAS TF32 ms | best tf32 (x cuBLAS TF32) | auto on torch ms kernel | torch ms | x torch "
           "| rel err auto / torch | numpy path: fastgemm ms | numpy ms | torch copy ms | x best host | % copy BW |")
 

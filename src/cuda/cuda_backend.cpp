@@ -106,14 +106,19 @@ public:
     // Timing off: a small problem (M and N above the skinny rungs' 64, at most 512^2
     // outputs) takes the 32x32 small tile, whose launch is cheapest and whose 64 or more
     // blocks spread over the SMs; every other problem the highest rung other than the
-    // small tiles, which lose to the big tiles once those fill the GPU.
+    // small tiles, which lose to the big tiles once those fill the GPU, and other than the
+    // Ozaki rung below 4096^2 outputs or K = 4096: its operand pass and 128 x 256 tiles
+    // cost more than its integer rate saves there (slower than fp32x3 at 2048^3 and at
+    // 1024 x 4096 x 16384 on the H200; faster from 4096^3 up, docs/ozaki.md).
     const Kernel* preferred(const Problem& p, const std::vector<const Kernel*>& candidates) const override {
         const bool small = p.M > 64 && p.N > 64 && p.M * p.N <= 512 * 512;
+        const bool ozaki_pays = p.M * p.N >= int64_t(4096) * 4096 && p.K >= 4096;
         const Kernel* best = nullptr;
         for (const Kernel* k : candidates) {
             const bool small_tile = k->info().ladder_step == 16;
             if (small_tile && small && k->info().name == "small_tile_32x32") return k;
             if (small_tile) continue;
+            if (k->info().precision == Precision::fp32_ozaki && !ozaki_pays) continue;
             if (!best || k->info().ladder_step > best->info().ladder_step) best = k;
         }
         return best ? best : candidates.front();
