@@ -237,12 +237,12 @@ std::vector<LadderEntry> build() {
     // kernel="auto": the tuning race decides per shape class (faster than fp32x3 from about
     // 4096^3 up, several times slower on small and skinny shapes); its four-block form is
     // the same kernel and stays out of the race.
-    add(auto_candidate(hopper_only(rung("ozaki_int8_128x256", 15, Precision::fp32_ozaki, launch_ozaki_int8_128x256,
-                         "15_ozaki_int8.cu",
-                         "7 int8 residue GEMMs (wgmma m64n256k32 s8 x s8, TMA ring) summed exactly, reduced mod m "
-                         "per modulus, CRT and certificate in warps beside the MMAs, IEEE FP32 for uncertified "
-                         "64x64 regions; clusters of 2 blocks share B, of 4 from 8192 tiles of C on; any shape",
-                         {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"stages", 4}, {"moduli", 7}, {"region", 64}}))));
+    add(auto_candidate(hopper_only(
+        rung("ozaki_int8_128x256", 15, Precision::fp32_ozaki, launch_ozaki_int8_128x256, "15_ozaki_int8.cu",
+             "7 int8 residue GEMMs (wgmma m64n256k32 s8 x s8, TMA ring) summed exactly, reduced mod m "
+             "per modulus, CRT and certificate in warps beside the MMAs, IEEE FP32 for uncertified "
+             "64x64 regions; clusters of 2 blocks share B, of 4 from 8192 tiles of C on; any shape",
+             {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"stages", 4}, {"moduli", 7}, {"region", 64}}))));
     add(hopper_only(rung("ozaki_int8_128x256_c4", 15, Precision::fp32_ozaki, launch_ozaki_int8_128x256_c4,
                          "15_ozaki_int8.cu",
                          "ozaki_int8_128x256 with clusters of 4 blocks sharing each B tile at every size (the "

@@ -252,14 +252,14 @@ __global__ void __launch_bounds__(kThreads, jrow_blocks_per_sm(IT)) skinny_jrow_
         stage_y<IT, JC_KCH, true>(o, Ys, i0, k0, k_end);
         __syncthreads();
         const int kn = int(min(int64_t(JC_KCH), k_end - k0));
-        if (PIPE && VEC && kn == JC_KCH && j + 4 <= o.L) {
+        if (PIPE && kn == JC_KCH && j + 4 <= o.L) {
             // A whole chunk: the warp's 32 rows in batches of 8, the next batch's loads
             // issued before this batch's FMAs, so that 8 to 16 loads stay in flight where
-            // the plain loop below lets them drain to none between batches (8 or 16 rows
-            // of X in 128 registers, so the 8-row tile spills 12 bytes). On the H200:
-            // 4 x 8192 x 2048 TN 31.8 -> 26.6 us, 8 x 8192 x 2048 NN 37.4 -> 28.7, 1 x
-            // 11008 x 4096 NN 84.5 -> 65.5; 6 x 5000 x 3001 NN, mostly partial blocks,
-            // 39.7 -> 42.0.
+            // the plain loop below lets them drain to none between batches. Two batches
+            // take 64 of the 128 registers; beside its 32 sums the 8-row tile spills 12
+            // bytes. A lane whose columns end inside its float4 takes the plain loop. On
+            // the H200: 4 x 8192 x 2048 TN 31.8 -> 26.6 us, 8 x 8192 x 2048 NN 37.4 ->
+            // 28.7, 1 x 11008 x 4096 NN 84.5 -> 65.5; 6 x 5000 x 3001 NN 39.7 -> 42.0.
             constexpr int kRows = JC_KCH / kWarps, kBatch = 8;
             const float* base = o.X + (k0 + warp) * o.xs_k + j;
             const int64_t step = int64_t(kWarps) * o.xs_k;
