@@ -647,11 +647,14 @@ void launch_skinny(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, 
     // fill one wave of their two blocks an SM and no more: a second, partial wave left
     // SMs idle at its end (1 x 11008 x 4096 NN: 90.6 us in 7 splits, 83.7 in 3; 3 x 1000 x
     // 20000 NN: 63.8 against 53.9 us).
-    int dev = 0, sms = 0;
-    FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
-    FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    auto sm_count = [] {
+        int dev = 0, sms = 0;
+        FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
+        FASTGEMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        return int64_t(sms);
+    };
     const int64_t want = !krow && it <= kMidTile ? resident_blocks(kernel, kThreads, 0) / blocks
-                                                 : ceil_div(int64_t(4) * sms, blocks);
+                                                 : ceil_div(4 * sm_count(), blocks);
     const int64_t splits = std::min<int64_t>({want, std::max<int64_t>(1, o.chunks / 2), max_split_k(q.M, q.N, 64, 64)});
     o.splits = int(std::max<int64_t>(1, splits));
     const SplitKSlabs slabs = park_splits(o, q, ws, small_is_m);
