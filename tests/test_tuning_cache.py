@@ -146,3 +146,84 @@ def test_autotune_off_spellings(tmp_path, value):
     out = subprocess.run([sys.executable, "-c", "import fastgemm; print(fastgemm._fastgemm.autotune_enabled())"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "False", (value, out.stdout, out.stderr)
+
+
+CLASS64 = "cpu|fp32|nn|beta0|64x64x64"
+
+
+def test_provisional_choices_are_saved_and_count_on_in_the_next_process(tmp_path):
+    """A first choice is saved as provisional, with the calls left before its second
+    opinion and the first tournament's rates; the next process goes on counting."""
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    saved = json.loads(cache_path(tmp_path).read_text())
+    pending = saved[autotune.UNCONFIRMED][CLASS64]
+    assert type(pending["calls_left"]) is int and pending["calls_left"] >= 1
+    assert "cpu/" + saved[CLASS64] in pending["rates"] and len(pending["rates"]) >= 2
+    assert all(r > 0 for r in pending["rates"].values())
+    again = run(tmp_path, PROBE)  # one recalled call
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    after = json.loads(cache_path(tmp_path).read_text())
+    if pending["calls_left"] > 1:
+        assert after[autotune.UNCONFIRMED][CLASS64]["calls_left"] == pending["calls_left"] - 1
+        assert after[autotune.UNCONFIRMED][CLASS64]["rates"] == pending["rates"]
+
+
+def test_second_opinion_confirms_a_class_and_the_file_says_so(tmp_path):
+    """A loaded provisional choice two calls from its second opinion: the second call
+    runs a tournament recorded as the second opinion, and the class is saved confirmed."""
+    cache_path(tmp_path).write_text(json.dumps({
+        CLASS64: "direct",
+        autotune.UNCONFIRMED: {CLASS64: {"calls_left": 2, "rates": {"cpu/direct": 1e9, "cpu/packed": 1e9}}}}))
+    code = """
+        import json, numpy as np, fastgemm
+        A = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+        ref = A.astype(np.float64) @ A.astype(np.float64)
+        for _ in range(2):
+            C = fastgemm.sgemm(A, A, backend="cpu")
+            assert np.abs(C - ref).max() < 1e-4, "wrong result"
+        print(json.dumps(dict(records=fastgemm.autotune.records(), table=fastgemm.autotune.table())))
+    """
+    out = run(tmp_path, code)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    got = json.loads(out.stdout)
+    records = [r for r in got["records"] if r["shape_class"] == CLASS64]
+    assert len(records) == 1 and records[0]["second_opinion"], got["records"]
+    assert records[0]["winner"] == "cpu/" + got["table"][CLASS64]
+    saved = json.loads(cache_path(tmp_path).read_text())
+    assert saved[CLASS64] == got["table"][CLASS64] and CLASS64 not in saved[autotune.UNCONFIRMED]
+
+
+@pytest.mark.parametrize("record, discarded", [
+    ({"calls_left": 0, "rates": {}}, 1),                          # no calls left
+    ({"calls_left": True, "rates": {}}, 1),                       # a bool is not a count
+    ({"calls_left": 3, "rates": {"cpu/direct": "fast"}}, 1),      # not a rate
+    ({"calls_left": 3, "rates": {"cpu/direct": -1.0}}, 1),        # a rate must be positive
+    ({"calls_left": 3, "rates": {"cpu/direct": 10 ** 400}}, 1),   # no float holds it
+    ({"calls_left": 3}, 1),                                       # no rates
+    ("soon", 1),                                                  # not a record
+], ids=["zero-calls", "bool-calls", "text-rate", "negative-rate", "huge-rate", "no-rates", "not-a-record"])
+def test_malformed_provisional_records_discard_their_class(tmp_path, record, discarded):
+    cache_path(tmp_path).write_text(json.dumps({CLASS64: "direct", autotune.UNCONFIRMED: {CLASS64: record}}))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0, out.stderr
+    assert f"ignored {discarded} invalid entr" in out.stderr, out.stderr
+    assert out.stdout.split()[-1] in {k.name for k in fastgemm.kernels("cpu") if k.auto_candidate}
+
+
+def test_a_malformed_unconfirmed_section_is_reported(tmp_path):
+    cache_path(tmp_path).write_text(json.dumps({CLASS64: "direct", autotune.UNCONFIRMED: ["x"]}))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0 and "ignored 1 invalid entry" in out.stderr, out.stderr
+    assert out.stdout.split()[-1] == "direct"  # its classes load as confirmed choices
+
+
+def test_the_disturbed_tournament_script_reaches_a_second_opinion(tmp_path):
+    """benchmarks/second_opinion.py (docs/cpu-notes.md) on a small class: it gets through
+    both tournaments and says what each chose."""
+    script = os.path.join(HERE, os.pardir, "benchmarks", "second_opinion.py")
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, script, "--size", "96", "--length", "0.05", "--start", "0"],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "first tournament" in out.stdout and "second tournament: winner cpu/" in out.stdout, out.stdout

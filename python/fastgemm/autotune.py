@@ -6,6 +6,12 @@ file per fastgemm version and machine, and loads it at import, so the timing is 
 once per machine. FASTGEMM_CACHE_DIR moves the file; FASTGEMM_AUTOTUNE=0 (or off,
 false, no) disables timing.
 
+A choice made by one tournament is provisional until the class's calls have run ten
+times that tournament's time and a second tournament has confirmed or replaced it
+(src/core/selection.hpp); the file keeps such choices under the key "unconfirmed" (class
+-> calls left and the first tournament's rates), so that the count goes on in the next
+process instead of a single noisy tournament deciding for good.
+
 The file is untrusted input: anything could have written it. Loading never fails and
 never hangs because of it: only a regular file of at most MAX_BYTES is read (a FIFO,
 a device or a directory in its place is refused without opening it for reading, so
@@ -29,6 +35,7 @@ from pathlib import Path
 from . import _fastgemm
 
 MAX_BYTES = 1 << 20  # a real table is a few KiB
+UNCONFIRMED = "unconfirmed"  # the key of the provisional choices (never a shape class)
 
 
 def cache_file() -> Path:
@@ -84,8 +91,15 @@ def load() -> int:
             return False
         return True
 
+    unconfirmed = table.pop(UNCONFIRMED, {})
+    provisional, malformed = _provisional(unconfirmed, text)
     entries = {k: v for k, v in table.items() if text(k) and text(v)}
-    discarded = len(table) - len(entries) + _fastgemm.load_tuning_table(entries)
+    # A class whose provisional record is malformed is tuned again rather than trusted.
+    for k in malformed:
+        entries.pop(k, None)
+    discarded = len(table) - len(entries) + _fastgemm.load_tuning_table(entries, provisional)
+    if not isinstance(unconfirmed, dict):
+        discarded += 1  # the section itself; the classes it should have listed load as confirmed
     if discarded:
         warnings.warn(f"fastgemm: ignored {discarded} invalid entr{'y' if discarded == 1 else 'ies'} of the "
                       f"tuning cache {path}; kernel=\"auto\" measures those shapes again",
@@ -93,10 +107,31 @@ def load() -> int:
     return discarded
 
 
+def _provisional(unconfirmed, text):
+    """(class -> ProvisionalChoice, classes whose record is malformed) from the file's
+    "unconfirmed" object: {class: {"calls_left": int >= 1, "rates": {kernel: FLOP/s}}}."""
+    if not isinstance(unconfirmed, dict):
+        return {}, []
+    good, bad = {}, []
+    for k, v in unconfirmed.items():
+        try:
+            calls, rates = v["calls_left"], v["rates"]
+            if (type(calls) is not int or not 1 <= calls < 2 ** 62 or not isinstance(rates, dict)
+                    or not all(text(n) and type(r) in (int, float) for n, r in rates.items())):
+                raise ValueError
+            good[k] = _fastgemm.ProvisionalChoice(calls, {n: float(r) for n, r in rates.items()})
+        except (TypeError, KeyError, ValueError, OverflowError):
+            if text(k):
+                bad.append(k)
+    return good, bad
+
+
 def save() -> None:
-    table = _fastgemm.tuning_table()
+    table = dict(_fastgemm.tuning_table())
     if not table:
         return
+    table[UNCONFIRMED] = {k: {"calls_left": p.calls_left, "rates": dict(p.rates)}
+                          for k, p in _fastgemm.provisional_choices().items()}
     path = cache_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,9 +155,11 @@ def rejections() -> list:
 def records() -> list:
     """The tunings of this process, most recent last (at most 64): for each, the shape
     class, the kernel chosen ("backend/name") and every candidate's best time in seconds
-    as the tournament measured it. A refused candidate is missing (see rejections()); the
-    winner is not always the fastest, since the first candidate and the vendor baselines
-    keep a class unless another beats them by more than 3%."""
+    as the tournament measured it, and whether it was the class's second opinion (which
+    counts each candidate at the better of its two tournaments). A refused candidate is
+    missing (see rejections()); the winner is not always the fastest, since the first
+    candidate and the vendor baselines keep a class unless another beats them by more
+    than 3%."""
     return [dict(r) for r in _fastgemm.tuning_records()]
 
 

@@ -338,8 +338,21 @@ PYBIND11_MODULE(_fastgemm, m) {
         return tolerance_for(parse_precision(precision), K);
     }, py::arg("precision"), py::arg("K"));
     m.def("tuning_table", &tuning_table);
+    py::class_<ProvisionalChoice>(m, "ProvisionalChoice")
+        .def(py::init([](int64_t calls_left, std::map<std::string, double> rates) {
+                 ProvisionalChoice p;
+                 p.calls_left = calls_left, p.rates = std::move(rates);
+                 return p;
+             }),
+             py::arg("calls_left"), py::arg("rates"))
+        .def_readonly("calls_left", &ProvisionalChoice::calls_left)
+        .def_readonly("rates", &ProvisionalChoice::rates);
     m.def("load_tuning_table", &load_tuning_table, py::arg("table"),
-          "Adds validated entries to the tuning table; returns how many were discarded.");
+          py::arg("provisional") = std::map<std::string, ProvisionalChoice>{},
+          "Adds validated entries to the tuning table (those in `provisional` awaiting their second opinion); "
+          "returns how many were discarded.");
+    m.def("provisional_choices", &provisional_choices,
+          "shape class -> ProvisionalChoice: the choices still awaiting their second opinion.");
     m.def("clear_tuning_table", &clear_tuning_table);
     m.def("tuning_rejections", &tuning_rejections);
     m.def("tuning_records", [] {
@@ -348,10 +361,11 @@ PYBIND11_MODULE(_fastgemm, m) {
             py::dict seconds;
             for (const auto& [name, s] : r.seconds) seconds[py::str(name)] = s;
             out.append(py::dict(py::arg("shape_class") = r.shape_class, py::arg("winner") = r.winner,
-                                py::arg("seconds") = seconds));
+                                py::arg("seconds") = seconds, py::arg("second_opinion") = r.second_opinion));
         }
         return out;
-    }, "The tunings of this process, most recent last: shape class, winner, each candidate's best time.");
+    }, "The tunings of this process, most recent last: shape class, winner, each candidate's best time, "
+       "and whether it was a class's second opinion.");
     m.def("autotune_enabled", &autotune_enabled);
     m.def("shape_class",
           [](const std::string& backend, int64_t M, int64_t N, int64_t K, bool ta, bool tb, float beta,

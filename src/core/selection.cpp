@@ -132,11 +132,32 @@ bool parse_class(const std::string& text, ClassKey& out) {
 
 // --- the table -----------------------------------------------------------------------
 
+// Each candidate's speed in one tournament, as FLOP/s of its best run ("backend/name"):
+// rates rather than times, so that two tournaments on different members of a class
+// compare.
+using Rates = std::map<std::string, double>;
+
+// A class's choice. A tournament on the caller's operands lasts milliseconds, and a
+// disturbance as long (a core taken by the hypervisor or another process) can make the
+// better kernel look slower for all of its rounds; a choice it made is therefore
+// provisional, and the class's calls carry it only until a second tournament, run once
+// the class has done kSecondOpinionWork times that tournament's time in calls, has
+// confirmed or replaced it. Disturbances only lengthen runs, so each candidate keeps the
+// better of its two rates.
+struct Choice {
+    ClassKey key;
+    const Kernel* kernel = nullptr;
+    bool confirmed = true;
+    int64_t calls_due = 0;                      // the call that takes the second opinion
+    mutable std::atomic<int64_t> calls{0};      // calls recalled since the choice was made
+    Rates first;                                // the first tournament's rates
+};
+
 struct Table {
     std::shared_mutex mutex;
-    std::unordered_map<uint64_t, const Kernel*> chosen;  // ClassKey::bits -> kernel
-    std::map<std::string, std::string> names;            // the same, as text
-    std::mutex tuning;                                   // one tuning at a time
+    std::unordered_map<uint64_t, Choice> chosen;  // ClassKey::bits -> choice
+    std::map<std::string, std::string> names;     // the kernels, as text
+    std::mutex tuning;                            // one tuning at a time
     std::mutex log_mutex;
     std::deque<std::string> rejections;
     std::deque<TuningRecord> records;
@@ -153,20 +174,38 @@ std::string entry_name(const ClassKey& key, const Kernel& k) {
 
 std::atomic<uint64_t> generation{0};
 
-void remember(const ClassKey& key, const Kernel& k) {
+// Keeps k for the class: confirmed, or provisional when `first` is given.
+void remember(const ClassKey& key, const Kernel& k, const ProvisionalChoice* first = nullptr) {
     Table& t = table();
     std::unique_lock<std::shared_mutex> lock(t.mutex);
     generation.fetch_add(1, std::memory_order_release);
-    t.chosen[key.bits()] = &k;
+    Choice& c = t.chosen[key.bits()];
+    c.key = key;
+    c.kernel = &k;
+    c.confirmed = first == nullptr;
+    c.calls_due = first ? first->calls_left : 0;
+    c.calls.store(0, std::memory_order_relaxed);
+    c.first = first ? first->rates : Rates{};
     t.names[key.text()] = entry_name(key, k);
 }
 
-const Kernel* recall(const ClassKey& key, const Problem& p) {
+struct Recalled {
+    const Kernel* kernel = nullptr;  // null: the class has no choice that accepts p
+    bool second_opinion_due = false;  // this call is the one that takes it
+};
+
+// The class's kernel for p. Counting a call (the calls of run_selected) brings a
+// provisional choice nearer its second opinion; exactly one call is told it is due.
+Recalled recall(const ClassKey& key, const Problem& p, bool count_call = false) {
     Table& t = table();
     std::shared_lock<std::shared_mutex> lock(t.mutex);
     auto it = t.chosen.find(key.bits());
     // A member of the class that the kept kernel's constraints refuse is tuned anew.
-    return it != t.chosen.end() && it->second->info().accepts(p) ? it->second : nullptr;
+    if (it == t.chosen.end() || !it->second.kernel->info().accepts(p)) return {};
+    const Choice& c = it->second;
+    const bool due = count_call && !c.confirmed &&
+                     c.calls.fetch_add(1, std::memory_order_relaxed) + 1 == c.calls_due;
+    return {c.kernel, due};
 }
 
 void reject(const Kernel& k, const std::string& why) {
@@ -179,10 +218,11 @@ void reject(const Kernel& k, const std::string& why) {
 // Each surviving candidate's best time, as "backend/name" and seconds.
 using Timings = std::vector<std::pair<std::string, double>>;
 
-void record(const ClassKey& key, const Kernel& winner, Timings seconds) {
+void record(const ClassKey& key, const Kernel& winner, Timings seconds, bool second_opinion) {
     Table& t = table();
     std::lock_guard<std::mutex> lock(t.log_mutex);
-    t.records.push_back({key.text(), winner.info().backend + "/" + winner.info().name, std::move(seconds)});
+    t.records.push_back(
+        {key.text(), winner.info().backend + "/" + winner.info().name, std::move(seconds), second_opinion});
     if (t.records.size() > 64) t.records.pop_front();
 }
 
@@ -309,6 +349,10 @@ constexpr double kLoopSeconds = 1e-3;  // of about this long
 // Host time of the Python device-array entry itself (fastgemm.sgemm on torch tensors,
 // before the native launch): 2-5 us a call on the H200 machines (docs/cuda-notes.md).
 constexpr double kEntryCost = 5e-6;
+// A provisional choice's second opinion comes once the class's calls have done this many
+// times the first tournament's time in work (by the winner's time a call): the second
+// tournament then costs at most a tenth of what the class has run.
+constexpr double kSecondOpinionWork = 10.0;
 
 // Seconds that k's library spins after running p (KernelInfo::spins_after).
 double spin_after(const Kernel& k, const Problem& p) {
@@ -326,9 +370,11 @@ void settle_host(double seconds) { std::this_thread::sleep_for(std::chrono::dura
 // (KernelInfo::spins_after) run first, in rounds of their own; the others' rounds start
 // only once that spinning is over, so that no candidate is timed against another
 // library's threads still busy on the cores.
+// With `prior` (a second opinion), each candidate counts at the better of its rate there
+// and its time here.
 template <class Call, class Check>
 const Kernel& tournament(std::vector<const Kernel*> cands, const Problem& timed, Call&& call, Check&& check,
-                         Timings& seconds) {
+                         Timings& seconds, const Rates& prior = {}) {
     std::vector<double> best(cands.size(), std::numeric_limits<double>::infinity());
     std::vector<bool> ok(cands.size(), true);
     std::string errors;
@@ -393,9 +439,13 @@ const Kernel& tournament(std::vector<const Kernel*> cands, const Problem& timed,
     seconds.clear();
     for (size_t i = 0; i < cands.size(); ++i) {
         if (!ok[i] || !(best[i] < std::numeric_limits<double>::infinity())) continue;
-        seconds.emplace_back(cands[i]->info().backend + "/" + cands[i]->info().name, best[i]);
+        const std::string name = cands[i]->info().backend + "/" + cands[i]->info().name;
+        seconds.emplace_back(name, best[i]);
+        double own = best[i];
+        const auto earlier = prior.find(name);
+        if (earlier != prior.end() && earlier->second > 0.0) own = std::min(own, timed.flops() / earlier->second);
         const bool incumbent = i == 0 || cands[i]->info().baseline;
-        const double t = incumbent ? best[i] / (1.0 + kMargin) : best[i];
+        const double t = incumbent ? own / (1.0 + kMargin) : own;
         if (!win || t < win_time) win = cands[i], win_time = t;
     }
     if (!win) throw KernelError("every kernel=\"auto\" candidate failed: " + errors);
@@ -404,7 +454,7 @@ const Kernel& tournament(std::vector<const Kernel*> cands, const Problem& timed,
 
 // Tunes on the caller's operands; C ends up holding the winner's result.
 const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& p, const float* A,
-                               const float* B, float* C, Timings& seconds) {
+                               const float* B, float* C, Timings& seconds, const Rates& prior = {}) {
     const Samples samples(p, A, B, C);
     std::vector<float> saved;  // beta != 0: every run starts from the caller's C
     if (p.beta != 0.0f) {
@@ -452,7 +502,7 @@ const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& 
         return t;
     };
     auto check = [&](const Kernel& k) { return samples.passes(p, C, k.info().precision); };
-    const Kernel& winner = tournament(cands, p, call, check, seconds);
+    const Kernel& winner = tournament(cands, p, call, check, seconds, prior);
     if (last != &winner) call(winner);  // C holds the winner's result, as later calls will
     return winner;
 }
@@ -527,6 +577,33 @@ std::vector<const Kernel*> one_per_gpu_backend(const std::vector<const Kernel*>&
     return out;
 }
 
+// The first tournament's verdict as a provisional choice: each candidate's rate, and the
+// calls after which the class takes its second opinion (kSecondOpinionWork times the
+// tournament's time, `spent`, by the winner's time a call).
+ProvisionalChoice first_opinion(const Kernel& winner, const Timings& seconds, const Problem& p, double spent) {
+    ProvisionalChoice first;
+    double winner_s = 0.0;
+    const std::string name = winner.info().backend + "/" + winner.info().name;
+    for (const auto& [candidate, s] : seconds) {
+        first.rates[candidate] = p.flops() / s;
+        if (candidate == name) winner_s = s;
+    }
+    const double calls = winner_s > 0.0 ? std::ceil(kSecondOpinionWork * spent / winner_s) : 1.0;
+    first.calls_left = int64_t(std::clamp(calls, 1.0, 1e18));
+    return first;
+}
+
+// The first tournament's rates of a class whose choice is still provisional; false when
+// it has none (cleared, or confirmed by another thread meanwhile).
+bool provisional_rates(const ClassKey& key, Rates& out) {
+    Table& t = table();
+    std::shared_lock<std::shared_mutex> lock(t.mutex);
+    auto it = t.chosen.find(key.bits());
+    if (it == t.chosen.end() || it->second.confirmed) return false;
+    out = it->second.first;
+    return true;
+}
+
 }  // namespace
 
 bool autotune_enabled() {
@@ -543,11 +620,18 @@ const Kernel& run_selected(const std::string& backend_name, const Problem& p, Ac
                            const float* B, float* C) {
     const std::string backend = backend_name.empty() ? "auto" : backend_name;
     const ClassKey key = key_of(backend_slot(backend), accuracy, p);
-    if (const Kernel* k = recall(key, p)) {
-        k->run_once(p, A, B, C);
-        return *k;
+    const Recalled kept = recall(key, p, !quick_return(p));
+    const bool due = kept.second_opinion_due && autotune_enabled();
+    if (kept.kernel && !due) {
+        kept.kernel->run_once(p, A, B, C);
+        return *kept.kernel;
     }
     Candidates c = candidates_for(backend, p, accuracy);
+    if (due && c.kernels.size() == 1) {  // nothing on this member to compare the choice with: it stands
+        remember(key, *kept.kernel);
+        kept.kernel->run_once(p, A, B, C);
+        return *kept.kernel;
+    }
     if (quick_return(p) || c.kernels.size() == 1 || !autotune_enabled()) {
         const Kernel& k = *c.kernels.front();
         k.run_once(p, A, B, C);
@@ -561,30 +645,41 @@ const Kernel& run_selected(const std::string& backend_name, const Problem& p, Ac
     if (backend == "auto") c.kernels = one_per_gpu_backend(c.kernels, p, accuracy);
     if (c.kernels.empty()) throw KernelError("no kernel=\"auto\" candidate for " + p.describe() + " could be tuned");
     std::lock_guard<std::mutex> tuning(table().tuning);
-    if (const Kernel* k = recall(key, p)) {  // tuned by another thread meanwhile
-        k->run_once(p, A, B, C);
-        return *k;
+    Rates prior;
+    const bool second = due && provisional_rates(key, prior);
+    if (!second) {
+        if (const Kernel* k = recall(key, p).kernel) {  // tuned by another thread meanwhile
+            k->run_once(p, A, B, C);
+            return *k;
+        }
     }
     Timings seconds;
-    const Kernel& winner = tune_on_operands(c.kernels, p, A, B, C, seconds);
-    remember(key, winner);
-    record(key, winner, std::move(seconds));
+    const auto t0 = std::chrono::steady_clock::now();
+    const Kernel& winner = tune_on_operands(c.kernels, p, A, B, C, seconds, prior);
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (second) {
+        remember(key, winner);
+    } else {
+        const ProvisionalChoice first = first_opinion(winner, seconds, p, spent);
+        remember(key, winner, &first);
+    }
+    record(key, winner, std::move(seconds), second);
     return winner;
 }
 
 const Kernel& select_kernel(const std::string& backend_name, const Problem& p, Accuracy accuracy) {
     const std::string backend = backend_name.empty() ? "auto" : backend_name;
     const ClassKey key = key_of(backend_slot(backend), accuracy, p);
-    if (const Kernel* k = recall(key, p)) return *k;
+    if (const Kernel* k = recall(key, p).kernel) return *k;
     Candidates c = candidates_for(backend, p, accuracy);
     if (quick_return(p) || c.kernels.size() == 1 || !autotune_enabled()) return *c.kernels.front();
     p.validate();
     std::lock_guard<std::mutex> tuning(table().tuning);
-    if (const Kernel* k = recall(key, p)) return *k;
+    if (const Kernel* k = recall(key, p).kernel) return *k;
     Timings seconds;
     const Kernel& winner = tune_synthetic(c.kernels, p, backend != "auto", seconds);
-    remember(key, winner);
-    record(key, winner, std::move(seconds));
+    remember(key, winner);  // tuned on loops of calls by device time: confirmed as it is
+    record(key, winner, std::move(seconds), false);
     return winner;
 }
 
@@ -594,7 +689,8 @@ std::map<std::string, std::string> tuning_table() {
     return t.names;
 }
 
-int load_tuning_table(const std::map<std::string, std::string>& entries) {
+int load_tuning_table(const std::map<std::string, std::string>& entries,
+                      const std::map<std::string, ProvisionalChoice>& provisional) {
     const Registry& reg = Registry::global();
     int discarded = 0;
     for (const auto& [text, value] : entries) {
@@ -620,9 +716,38 @@ int load_tuning_table(const std::map<std::string, std::string>& entries) {
             ++discarded;
             continue;
         }
-        remember(key, *k);
+        const auto pending = provisional.find(text);
+        if (pending == provisional.end()) {
+            remember(key, *k);
+            continue;
+        }
+        // Still awaiting its second opinion: a count of calls left and the first
+        // tournament's rates, which must be usable as such.
+        const ProvisionalChoice& first = pending->second;
+        bool usable = first.calls_left >= 1;
+        for (const auto& [candidate, rate] : first.rates) usable = usable && std::isfinite(rate) && rate > 0.0;
+        if (!usable) {
+            ++discarded;  // the class is tuned again
+            continue;
+        }
+        remember(key, *k, &first);
     }
+    // A provisional record without its class's entry says nothing.
+    for (const auto& [text, pending] : provisional) discarded += entries.count(text) ? 0 : 1;
     return discarded;
+}
+
+std::map<std::string, ProvisionalChoice> provisional_choices() {
+    Table& t = table();
+    std::shared_lock<std::shared_mutex> lock(t.mutex);
+    std::map<std::string, ProvisionalChoice> out;
+    for (const auto& [bits, c] : t.chosen) {
+        if (c.confirmed) continue;
+        ProvisionalChoice& p = out[c.key.text()];
+        p.calls_left = std::max<int64_t>(1, c.calls_due - c.calls.load(std::memory_order_relaxed));
+        p.rates = c.first;
+    }
+    return out;
 }
 
 void clear_tuning_table() {

@@ -31,6 +31,13 @@
 // another is faster by more than 3%, which one noisy round cannot fake. The winner is
 // kept for the class (tuning_table; the Python package saves it per machine and
 // version, and validates it when loading).
+// A tournament on the caller's operands lasts milliseconds, so one disturbance (a core
+// taken by the hypervisor or another process for as long) can make the better kernel
+// look slower in every round. run_selected's choice is therefore provisional until the
+// class's calls have done ten times that tournament's time in work; the call that gets
+// there runs a second tournament, in which each candidate counts at the better of its
+// two rates (a disturbance only slows a run down), and its verdict is final. Provisional
+// choices are saved as such (provisional_choices) and keep counting in the next process.
 //
 // With FASTGEMM_AUTOTUNE=0 (or off/false/no) nothing is timed: the first candidate a
 // backend's preferred() names wins (the cpu backend's rules are in cpu_backend.cpp;
@@ -81,11 +88,26 @@ bool autotune_enabled();
 
 // shape class -> kernel name ("backend/name" for backend "auto"), for persistence.
 std::map<std::string, std::string> tuning_table();
+
+// A choice of run_selected still awaiting its second opinion: the calls of its class
+// left before it, and each candidate's rate in the first tournament (FLOP/s of its best
+// run, by "backend/name").
+struct ProvisionalChoice {
+    int64_t calls_left = 0;
+    std::map<std::string, double> rates;
+};
+// shape class -> its provisional choice, for persistence beside tuning_table().
+std::map<std::string, ProvisionalChoice> provisional_choices();
+
 // Adds entries after validating each against the registry: a well-formed class whose
 // backend exists, a kernel of that backend that is an auto candidate, of a precision
-// class the accuracy allows, accepting the class's own dimensions. Returns the number
-// of entries discarded.
-int load_tuning_table(const std::map<std::string, std::string>& table);
+// class the accuracy allows, accepting the class's own dimensions. A class also in
+// `provisional` (calls left >= 1, every rate finite and positive) is loaded as awaiting
+// its second opinion, the others as confirmed. Returns the number of entries discarded
+// (an unusable provisional record discards its class's entry; one without an entry
+// counts too).
+int load_tuning_table(const std::map<std::string, std::string>& table,
+                      const std::map<std::string, ProvisionalChoice>& provisional = {});
 // Forgets every choice (tests; a user who changed the machine under a process).
 void clear_tuning_table();
 
@@ -104,6 +126,7 @@ std::vector<std::string> tuning_rejections();
 struct TuningRecord {
     std::string shape_class, winner;
     std::vector<std::pair<std::string, double>> seconds;
+    bool second_opinion = false;  // the tournament that confirmed or replaced a first choice
 };
 // Most recent last; at most 64 kept.
 std::vector<TuningRecord> tuning_records();

@@ -3,9 +3,12 @@
 // fastest; the tuning table refuses every entry the policy would not choose itself; the
 // accuracy request never admits a weaker precision class; a vendor baseline keeps a
 // class against a candidate within the tie margin; a candidate whose library's threads
-// spin after a call is timed apart from the others.
+// spin after a call is timed apart from the others; a choice is provisional until its
+// second opinion, which corrects a disturbed first tournament and survives a disturbed
+// second one.
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -31,6 +34,19 @@ void add_test_kernel(const char* name, const char* backend, int step, bool basel
     info.source = "tests/cpp/test_selection.cpp";
     info.description = description;
     Registry::global().add_kernel(std::make_unique<HostKernel>(std::move(info), fn));
+}
+
+// One kernel="auto" call of `backend` on random c.M x c.N x c.K operands from `seed`:
+// the name of the kernel that ran, its result checked against float64.
+std::string auto_call(const char* backend, const test::Case& c, uint64_t seed) {
+    Context ctx(backend);
+    test::Operands o(c, seed);
+    std::vector<float> C = test::initial_c(c, o);
+    const KernelInfo& k = ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(),
+                                    c.ldb(), 0.0f, C.data(), c.ldc());
+    CHECK(test::rel_err(c, o, C) < 1e-5, "the result of " << backend << "/" << k.name << ": rel err "
+                                                          << test::rel_err(c, o, C));
+    return k.name;
 }
 
 // A backend of three candidates whose times the test sets: a vendor baseline, a
@@ -88,19 +104,12 @@ void baselines_keep_a_tie() {
     add_test_kernel("tie_baseline", "tie", 0, true, tie_baseline, what);
     add_test_kernel("tie_challenger", "tie", 1, false, tie_challenger, what);
     add_test_kernel("tie_preferred", "tie", 2, false, tie_preferred, what);
-    Context ctx("tie");
-    test::Case c{8, 8, 8};
-    test::Operands o(c, 5);
     // Times of a fraction of a millisecond: the tournament's budget then allows all five
     // rounds, each run is rarely preempted, and the fastest round is what counts.
     auto winner = [&](double challenger_s) {
         clear_tuning_table();
         tie_times() = {4e-4, challenger_s, 8e-4};
-        std::vector<float> C = test::initial_c(c, o);
-        const KernelInfo& k = ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(),
-                                        c.ldb(), 0.0f, C.data(), c.ldc());
-        CHECK(test::rel_err(c, o, C) < 1e-5, "the winner's result");
-        return k.name;
+        return auto_call("tie", test::Case{8, 8, 8}, 5);
     };
     // 0.5% faster: inside the margin, with 2.5% of slack for a scheduler's delays.
     CHECK(winner(4e-4 * 0.995) == "tie_baseline", "a challenger 0.5% faster took the baseline's class");
@@ -123,21 +132,13 @@ void wrong_or_throwing_candidates_never_win() {
     clear_tuning_table();
     add_impostor("impostor_noop", does_nothing);
     add_impostor("impostor_throw", throws);
-    Context ctx("cpu");
     for (int64_t n : {5, 40, 130}) {
-        test::Case c{n, n + 3, n + 1};
-        test::Operands o(c, 7 + n);
-        std::vector<float> C = test::initial_c(c, o);
-        const KernelInfo& k = ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(),
-                                        c.ldb(), 0.0f, C.data(), c.ldc());
-        CHECK(k.name.rfind("impostor", 0) != 0, "auto chose " << k.name << " at " << n);
-        CHECK(test::rel_err(c, o, C) < 1e-5, "auto's result at " << n << ": rel err " << test::rel_err(c, o, C));
+        const test::Case c{n, n + 3, n + 1};
+        const std::string chosen = auto_call("cpu", c, uint64_t(7 + n));
+        CHECK(chosen.rfind("impostor", 0) != 0, "auto chose " << chosen << " at " << n);
         // Later calls of the class recall the same (verified) choice.
-        C = test::initial_c(c, o);
-        const KernelInfo& again = ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(),
-                                            o.B.data(), c.ldb(), 0.0f, C.data(), c.ldc());
-        CHECK(again.name == k.name, "the class changed kernel: " << k.name << " then " << again.name);
-        CHECK(test::rel_err(c, o, C) < 1e-5, "recalled kernel's result at " << n);
+        const std::string again = auto_call("cpu", c, uint64_t(7 + n));
+        CHECK(again == chosen, "the class changed kernel: " << chosen << " then " << again);
     }
     bool noop = false, thrown = false;
     for (const std::string& r : tuning_rejections()) {
@@ -188,14 +189,8 @@ void loaded_entries_are_validated() {
           "kept " << kept.size() << " entries");
 
     // A kept entry is what auto runs for a member of its class.
-    Context ctx("cpu");
-    test::Case c{60, 50, 40};
-    test::Operands o(c, 3);
-    std::vector<float> C = test::initial_c(c, o);
-    const KernelInfo& k = ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(),
-                                    c.ldb(), 0.0f, C.data(), c.ldc());
-    CHECK(k.name == "direct", "the loaded choice ran: " << k.name);
-    CHECK(test::rel_err(c, o, C) < 1e-5, "loaded choice's result");
+    const std::string ran = auto_call("cpu", test::Case{60, 50, 40}, 3);
+    CHECK(ran == "direct", "the loaded choice ran: " << ran);
 }
 
 void accuracy_never_admits_a_weaker_class() {
@@ -264,13 +259,7 @@ void spinning_candidates_are_timed_apart() {
     add_test_kernel("spin_other_b", "spin", 2, false, spin_other, "test candidate");
     clear_tuning_table();
     spin_calls().clear();
-    Context ctx("spin");
-    test::Case c{8, 8, 8};
-    test::Operands o(c, 9);
-    std::vector<float> C = test::initial_c(c, o);
-    ctx.sgemm(Trans::N, Trans::N, c.M, c.N, c.K, 1.0f, o.A.data(), c.lda(), o.B.data(), c.ldb(), 0.0f, C.data(),
-              c.ldc());
-    CHECK(test::rel_err(c, o, C) < 1e-5, "the winner's result");
+    auto_call("spin", test::Case{8, 8, 8}, 9);
     const auto& calls = spin_calls();
     size_t spinner_calls = 0;
     while (spinner_calls < calls.size() && calls[spinner_calls].spinner) ++spinner_calls;
@@ -287,11 +276,138 @@ void spinning_candidates_are_timed_apart() {
     clear_tuning_table();
 }
 
+// The second opinion's backend: a vendor baseline at a fixed time, and the preferred
+// candidate (the highest rung), whose time each test sets to stand for a disturbance.
+struct OpinionTimes {
+    double baseline_s = 4e-4, preferred_s = 2e-4;
+    int64_t runs = 0;  // of either kernel: one per plain call, many per tournament
+};
+OpinionTimes& opinion_times() {
+    static OpinionTimes t;
+    return t;
+}
+void opinion_baseline(const Problem& p, const float* A, const float* B, float* C) {
+    ++opinion_times().runs;
+    product_taking(opinion_times().baseline_s, p, A, B, C);
+}
+void opinion_preferred(const Problem& p, const float* A, const float* B, float* C) {
+    ++opinion_times().runs;
+    product_taking(opinion_times().preferred_s, p, A, B, C);
+}
+
+class OpinionBackend : public TieBackend {
+public:
+    std::string name() const override { return "opinion"; }
+};
+
+constexpr const char* kOpinionClass = "opinion|fp32|nn|beta0|8x8x8";
+
+// The calls left before the class's second opinion; 0 when its choice is confirmed.
+int64_t calls_left(const char* shape_class) {
+    const auto pending = provisional_choices();
+    const auto it = pending.find(shape_class);
+    return it == pending.end() ? 0 : it->second.calls_left;
+}
+
+// A call of the opinion backend's 8 x 8 x 8 class: the kernel that ran.
+std::string opinion_call() { return auto_call("opinion", test::Case{8, 8, 8}, 11); }
+
+// Calls the class until its choice is confirmed, checking that the due call is exactly
+// the one the count promised and that it ran a second tournament; returns that
+// tournament's record.
+TuningRecord call_until_confirmed() {
+    const int64_t left = calls_left(kOpinionClass);
+    CHECK(left >= 1, "the choice is provisional");
+    const int64_t runs = opinion_times().runs;
+    for (int64_t i = 1; i < left; ++i) opinion_call();
+    CHECK(calls_left(kOpinionClass) == 1, "one call left, not " << calls_left(kOpinionClass));
+    CHECK(opinion_times().runs - runs == left - 1, "a tournament ran before the second opinion was due");
+    opinion_call();
+    CHECK(calls_left(kOpinionClass) == 0, "the second opinion confirmed the class");
+    CHECK(opinion_times().runs - runs > left, "the due call ran a tournament");
+    const std::vector<TuningRecord> records = tuning_records();
+    CHECK(!records.empty() && records.back().second_opinion && records.back().shape_class == kOpinionClass,
+          "the due call's tournament is recorded as the class's second opinion");
+    return records.empty() ? TuningRecord{} : records.back();
+}
+
+// A disturbance that lasts the whole first tournament (the preferred candidate running at
+// a quarter of its speed) gives the class to the baseline for a while; the second opinion,
+// undisturbed, gives it back, and then nothing is timed again.
+void a_second_opinion_corrects_a_disturbed_choice() {
+    clear_tuning_table();
+    opinion_times().baseline_s = 4e-4, opinion_times().preferred_s = 8e-4;  // the preferred one disturbed
+    CHECK(opinion_call() == "opinion_baseline", "the disturbed tournament's winner");
+    const std::vector<TuningRecord> first = tuning_records();
+    CHECK(!first.empty() && !first.back().second_opinion && first.back().shape_class == kOpinionClass,
+          "the first tournament is recorded as such");
+    opinion_times().preferred_s = 2e-4;  // the disturbance is over
+    CHECK(call_until_confirmed().winner == "opinion/opinion_preferred", "the second opinion's winner");
+    const int64_t runs = opinion_times().runs;
+    for (int i = 0; i < 20; ++i) CHECK(opinion_call() == "opinion_preferred", "the confirmed choice");
+    CHECK(opinion_times().runs - runs == 20, "a confirmed class was timed again");
+    clear_tuning_table();
+}
+
+// The other way round: a sound first choice survives a disturbed second tournament,
+// since each candidate counts at the better of its two rates.
+void a_disturbed_second_opinion_keeps_a_sound_choice() {
+    clear_tuning_table();
+    opinion_times().baseline_s = 4e-4, opinion_times().preferred_s = 2e-4;
+    CHECK(opinion_call() == "opinion_preferred", "the first tournament's winner");
+    opinion_times().preferred_s = 8e-4;  // the preferred candidate disturbed in the second
+    const TuningRecord second = call_until_confirmed();
+    CHECK(second.winner == "opinion/opinion_preferred",
+          "the disturbed second tournament took the class from the better kernel");
+    double preferred_s = 0.0, baseline_s = 0.0;
+    for (const auto& [name, s] : second.seconds)
+        (name == "opinion/opinion_preferred" ? preferred_s : baseline_s) = s;
+    CHECK(preferred_s > baseline_s, "the record keeps the second tournament's own times: " << preferred_s << " s, "
+                                                                                           << baseline_s << " s");
+    clear_tuning_table();
+}
+
+// A provisional choice saved by one process keeps counting in the next; unusable records
+// are discarded with their class.
+void provisional_choices_load_and_count_on() {
+    clear_tuning_table();
+    opinion_times().baseline_s = 4e-4, opinion_times().preferred_s = 2e-4;
+    const std::map<std::string, std::string> entries = {{kOpinionClass, "opinion_baseline"},
+                                                        {"opinion|fp32|nn|beta0|16x16x16", "opinion_baseline"},
+                                                        {"opinion|fp32|nn|beta0|32x32x32", "opinion_baseline"},
+                                                        {"opinion|fp32|nn|beta0|64x64x64", "opinion_baseline"}};
+    const std::map<std::string, ProvisionalChoice> provisional = {
+        {kOpinionClass, {3, {{"opinion/opinion_baseline", 2e6}, {"opinion/opinion_preferred", 1e6}}}},
+        {"opinion|fp32|nn|beta0|16x16x16", {0, {}}},                                     // no calls left
+        {"opinion|fp32|nn|beta0|32x32x32", {5, {{"opinion/opinion_preferred", NAN}}}},  // not a rate
+        {"opinion|fp32|nn|beta0|128x8x8", {5, {}}},                                      // no entry
+    };
+    const int discarded = load_tuning_table(entries, provisional);
+    CHECK(discarded == 3, "discarded " << discarded);
+    const auto kept = tuning_table();
+    CHECK(kept.size() == 2 && kept.count(kOpinionClass) && kept.count("opinion|fp32|nn|beta0|64x64x64"),
+          "kept " << kept.size());
+    CHECK(calls_left(kOpinionClass) == 3 && calls_left("opinion|fp32|nn|beta0|64x64x64") == 0,
+          "the loaded counts: " << calls_left(kOpinionClass));
+    CHECK(opinion_call() == "opinion_baseline", "a loaded provisional choice runs");
+    CHECK(calls_left(kOpinionClass) == 2, "its count goes on");
+    call_until_confirmed();
+    CHECK(opinion_call() == "opinion_preferred", "the second opinion replaced the loaded choice");
+    clear_tuning_table();
+}
+
 int main() {
     accuracy_never_admits_a_weaker_class();
     loaded_entries_are_validated();
     wrong_or_throwing_candidates_never_win();
     baselines_keep_a_tie();
     spinning_candidates_are_timed_apart();
+    Registry::global().add_backend(std::make_unique<OpinionBackend>());
+    const char* what = "test candidate with a set time";
+    add_test_kernel("opinion_baseline", "opinion", 0, true, opinion_baseline, what);
+    add_test_kernel("opinion_preferred", "opinion", 2, false, opinion_preferred, what);
+    a_second_opinion_corrects_a_disturbed_choice();
+    a_disturbed_second_opinion_keeps_a_sound_choice();
+    provisional_choices_load_and_count_on();
     return test::finish("test_selection");
 }
