@@ -6,10 +6,12 @@
 // spin after a call is timed apart from the others; a choice is provisional until its
 // second opinion, which corrects a disturbed first tournament and survives a disturbed
 // second one.
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -280,11 +282,14 @@ void spinning_candidates_are_timed_apart() {
 // candidate (the highest rung), whose time each test sets to stand for a disturbance.
 struct OpinionTimes {
     double baseline_s = 4e-4, preferred_s = 2e-4;
-    int64_t runs = 0;  // of either kernel: one per plain call, many per tournament
+    std::atomic<int64_t> runs{0};  // of either kernel: one per plain call, many per tournament
 };
 OpinionTimes& opinion_times() {
     static OpinionTimes t;
     return t;
+}
+void set_opinion_times(double baseline_s, double preferred_s) {
+    opinion_times().baseline_s = baseline_s, opinion_times().preferred_s = preferred_s;
 }
 void opinion_baseline(const Problem& p, const float* A, const float* B, float* C) {
     ++opinion_times().runs;
@@ -303,6 +308,7 @@ public:
 constexpr const char* kOpinionClass = "opinion|fp32|nn|beta0|8x8x8";
 
 // The calls left before the class's second opinion; 0 when its choice is confirmed.
+// (opinion_call below runs the 8 x 8 x 8 class.)
 int64_t calls_left(const char* shape_class) {
     const auto pending = provisional_choices();
     const auto it = pending.find(shape_class);
@@ -336,7 +342,7 @@ TuningRecord call_until_confirmed() {
 // undisturbed, gives it back, and then nothing is timed again.
 void a_second_opinion_corrects_a_disturbed_choice() {
     clear_tuning_table();
-    opinion_times().baseline_s = 4e-4, opinion_times().preferred_s = 8e-4;  // the preferred one disturbed
+    set_opinion_times(4e-4, 8e-4);  // the preferred one disturbed
     CHECK(opinion_call() == "opinion_baseline", "the disturbed tournament's winner");
     const std::vector<TuningRecord> first = tuning_records();
     CHECK(!first.empty() && !first.back().second_opinion && first.back().shape_class == kOpinionClass,
@@ -353,7 +359,7 @@ void a_second_opinion_corrects_a_disturbed_choice() {
 // since each candidate counts at the better of its two rates.
 void a_disturbed_second_opinion_keeps_a_sound_choice() {
     clear_tuning_table();
-    opinion_times().baseline_s = 4e-4, opinion_times().preferred_s = 2e-4;
+    set_opinion_times(4e-4, 2e-4);
     CHECK(opinion_call() == "opinion_preferred", "the first tournament's winner");
     opinion_times().preferred_s = 8e-4;  // the preferred candidate disturbed in the second
     const TuningRecord second = call_until_confirmed();
@@ -371,7 +377,7 @@ void a_disturbed_second_opinion_keeps_a_sound_choice() {
 // are discarded with their class.
 void provisional_choices_load_and_count_on() {
     clear_tuning_table();
-    opinion_times().baseline_s = 4e-4, opinion_times().preferred_s = 2e-4;
+    set_opinion_times(4e-4, 2e-4);
     const std::map<std::string, std::string> entries = {{kOpinionClass, "opinion_baseline"},
                                                         {"opinion|fp32|nn|beta0|16x16x16", "opinion_baseline"},
                                                         {"opinion|fp32|nn|beta0|32x32x32", "opinion_baseline"},
@@ -396,6 +402,29 @@ void provisional_choices_load_and_count_on() {
     clear_tuning_table();
 }
 
+// Threads calling a class whose second opinion comes due among them: exactly one runs
+// it, the others keep calling the kept kernel meanwhile, and every result is right. (Which
+// kernel wins is left open: the threads' own calls disturb that tournament.)
+void one_second_opinion_among_threads() {
+    clear_tuning_table();
+    set_opinion_times(4e-4, 2e-4);
+    const char* shape_class = "opinion|fp32|nn|beta0|16x16x16";
+    const std::map<std::string, ProvisionalChoice> provisional = {
+        {shape_class, {6, {{"opinion/opinion_baseline", 1e7}, {"opinion/opinion_preferred", 1e7}}}}};
+    CHECK(load_tuning_table({{shape_class, "opinion_baseline"}}, provisional) == 0, "the entry loads");
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([t] {
+            for (int i = 0; i < 8; ++i) auto_call("opinion", test::Case{16, 16, 16}, uint64_t(100 + t));
+        });
+    for (std::thread& t : threads) t.join();
+    int tournaments = 0;
+    for (const TuningRecord& r : tuning_records()) tournaments += r.shape_class == shape_class;
+    CHECK(tournaments == 1, tournaments << " tournaments for the class, not one");
+    CHECK(calls_left(shape_class) == 0, "the class is confirmed");
+    clear_tuning_table();
+}
+
 int main() {
     accuracy_never_admits_a_weaker_class();
     loaded_entries_are_validated();
@@ -409,5 +438,6 @@ int main() {
     a_second_opinion_corrects_a_disturbed_choice();
     a_disturbed_second_opinion_keeps_a_sound_choice();
     provisional_choices_load_and_count_on();
+    one_second_opinion_among_threads();
     return test::finish("test_selection");
 }
