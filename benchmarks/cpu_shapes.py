@@ -19,8 +19,9 @@ fastgemm's kernel="auto" tunes each shape class once, in the first round, and ke
 in a tuning cache private to the run, as it would on a user's machine.
 
 The table gives each library's GFLOP/s, fastgemm's ratio to the faster of the others
-(> 1: fastgemm is faster) and its relative error against a float64 reference of sampled
-rows; it ends with the geomean and the worst shapes. --json writes the rows in the shape
+(> 1: fastgemm is faster), its relative error against a float64 reference of sampled
+rows and the kernel kernel="auto" ran in each round (a class's second opinion can change
+it between rounds); it ends with the geomean and the worst shapes. --json writes the rows in the shape
 suite format of benchmarks/results_table.py (one file per thread count when several).
 """
 
@@ -137,7 +138,7 @@ def worker(name, threads, shapes, check):
 
     prepare, version = _library_call(name, threads)
     rng = np.random.default_rng(1234)
-    out = {"library": name, "version": version, "threads": threads, "times": {}, "errors": {}}
+    out = {"library": name, "version": version, "threads": threads, "times": {}, "errors": {}, "picks": {}}
     for label, M, N, K, trans in shapes:
         ta, tb = trans[0] == "T", trans[1] == "T"
         A = rng.uniform(-1, 1, (K, M) if ta else (M, K)).astype(np.float32)
@@ -147,6 +148,11 @@ def worker(name, threads, shapes, check):
         call()  # warm-up (and fastgemm's tuning of the class, in the first round)
         key = f"{label}|{M}x{N}x{K}|{trans}"
         out["times"][key] = _best_per_call(call, BLOCK_SECONDS)
+        if name == "fastgemm":  # what kernel="auto" ran for the class once the timing was over
+            import fastgemm
+
+            shape_class = fastgemm._fastgemm.shape_class("auto", M, N, K, ta, tb, 0.0, "fp32")
+            out["picks"][key] = fastgemm.autotune.table().get(shape_class, "?")
         if check:
             rows = np.unique(np.linspace(0, M - 1, min(M, 64)).astype(int))
             a = (A.T if ta else A).astype(np.float64)[rows]
@@ -203,6 +209,7 @@ def measure(libraries, threads, shapes, rounds):
             "version": rs[0]["version"],
             "times": {k: sorted(x["times"][k] for x in rs)[len(rs) // 2] for k in keys},
             "errors": rs[0]["errors"],
+            "picks": {k: [x["picks"][k] for x in rs] for k in keys if k in rs[0]["picks"]},
         }
     return merged
 
@@ -217,6 +224,8 @@ def rows_for(merged, shapes):
             libs[name] = {"time_s": t, "gflops": flops(M, N, K) / t * 1e-9}
             if key in m["errors"]:
                 libs[name]["rel_err"] = m["errors"][key]
+            if key in m["picks"]:
+                libs[name]["picked"] = m["picks"][key]  # per round: a second opinion may change it
         peers = [libs[n]["time_s"] for n in libs if n != "fastgemm"]
         best_peer = min(peers) if peers else None
         for name in libs:
@@ -231,7 +240,7 @@ def print_table(rows, libraries, threads):
     print(f"\nCPU shape suite, {threads} thread(s): GFLOP/s per library; ratio = best other library's time / "
           f"fastgemm's (> 1: fastgemm faster)")
     head = f"{'shape':<16} {'M x N x K':>18} {'op':>3} " + " ".join(f"{n:>9}" for n in libraries)
-    head += f" {'ratio':>7} {'vs':>6} {'rel err':>8}"
+    head += f" {'ratio':>7} {'vs':>6} {'rel err':>8}  auto ran (per round)"
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -239,9 +248,11 @@ def print_table(rows, libraries, threads):
         cells = " ".join(f"{libs[n]['gflops']:9.2f}" for n in libraries)
         ratio = libs["fastgemm"]["ratio"]
         err = libs["fastgemm"].get("rel_err")
+        picked = libs["fastgemm"].get("picked", [])
+        ran = picked[0] if len(set(picked)) == 1 else " > ".join(picked)
         print(f"{r['shape']:<16} {r['M']:>5} x{r['N']:>5} x{r['K']:>5} {r['trans']:>3} {cells} "
               f"{ratio if ratio else float('nan'):7.2f} {r['best_peer'] or '-':>6} "
-              f"{err if err is not None else float('nan'):8.1e}")
+              f"{err if err is not None else float('nan'):8.1e}  {ran}")
     ratios = [(r["libraries"]["fastgemm"]["ratio"], r) for r in rows if r["libraries"]["fastgemm"]["ratio"]]
     if ratios:
         geo = math.exp(sum(math.log(x) for x, _ in ratios) / len(ratios))
