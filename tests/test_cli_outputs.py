@@ -23,6 +23,24 @@ def test_info_json(capsys):
     assert doc["build"]["commit"] == _fastgemm.build_info["commit"]
     assert {b["name"] for b in doc["backends"]} == {b.name for b in fastgemm.backends()}
     assert doc["auto"] == _fastgemm.best_backend()
+    assert doc["tuning"]["cache_file"] == str(fastgemm.autotune.cache_file())
+    assert doc["tuning"]["autotune"] == _fastgemm.autotune_enabled()
+
+
+def test_info_counts_the_classes_loaded_and_those_awaiting_a_second_opinion(tmp_path):
+    """A cache of two classes, one provisional: `fastgemm info` says so, in text and JSON."""
+    name = fastgemm.autotune.cache_file().name
+    (tmp_path / name).write_text(json.dumps({
+        "cpu|fp32|nn|beta0|64x64x64": "direct", "cpu|fp32|nt|beta0|64x64x64": "direct_dot",
+        "unconfirmed": {"cpu|fp32|nn|beta0|64x64x64": {"calls_left": 9, "rates": {"cpu/direct": 1e9}}}}))
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), FASTGEMM_AUTOTUNE="1")
+    cli = [sys.executable, "-m", "fastgemm", "info", "--no-probes"]
+    out = subprocess.run(cli + ["--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    tuning = json.loads(out.stdout)["tuning"]
+    assert tuning == {"autotune": True, "cache_file": str(tmp_path / name), "classes": 2, "provisional": 1}
+    text = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120)
+    assert text.returncode == 0 and "2 known, 1 awaiting a second opinion" in text.stdout, text.stdout
 
 
 def test_kernels_json_lists_every_kernel(tmp_path, capsys):

@@ -1,9 +1,11 @@
 """`fastgemm info`: this build (version, source commit, compiler, flags), this machine,
-every backend with its availability, and the measured roofline ceilings."""
+every backend with its availability, the measured roofline ceilings, and kernel="auto"'s
+tuning: whether it times candidates, its cache file and how many shape classes this
+process knows (loaded from the cache or tuned since), how many awaiting a second opinion."""
 
 from __future__ import annotations
 
-from .. import _fastgemm, report, roofline
+from .. import _fastgemm, autotune, report, roofline
 from .common import check_output_file, description, emit_json
 
 
@@ -24,7 +26,9 @@ def collect(probe: bool) -> dict:
                          "properties": dict(b.properties), "ceilings": c.to_dict() if c else None})
     return {"fastgemm": _fastgemm.__version__, "build": report.provenance(), "cores": _fastgemm.available_cores(),
             "threads": _fastgemm.get_num_threads(), "backends": backends, "auto": _fastgemm.best_backend(),
-            "machine": report.machine_record(_fastgemm.best_backend())}
+            "machine": report.machine_record(_fastgemm.best_backend()),
+            "tuning": {"autotune": _fastgemm.autotune_enabled(), "cache_file": str(autotune.cache_file()),
+                       "classes": len(autotune.table()), "provisional": len(_fastgemm.provisional_choices())}}
 
 
 def run(args) -> int:
@@ -57,4 +61,9 @@ def run(args) -> int:
         else:
             print(f"  {b['name']:<10} unavailable  {b['reason']}")
     print(f"  auto picks: {doc['auto']}")
+    t = doc["tuning"]
+    print("tuning (kernel=\"auto\"):")
+    print(f"  {'timing':<14}{'on' if t['autotune'] else 'off (FASTGEMM_AUTOTUNE)'}")
+    print(f"  {'cache':<14}{t['cache_file']}")
+    print(f"  {'shape classes':<14}{t['classes']} known, {t['provisional']} awaiting a second opinion")
     return 0
