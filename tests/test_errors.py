@@ -97,6 +97,25 @@ def test_constraint_violation_names_the_rule(ab):
                 break
 
 
+def test_a_transposed_view_refused_for_its_flag_gets_the_fix():
+    """x @ W.T for a kernel that wants B stored N x K (trans_b): the refusal says to pass W
+    with trans_b=True, which then runs; refusals the flag cannot mend get no such hint."""
+    x = np.random.default_rng(5).random((16, 64), dtype=np.float32)
+    W = np.random.default_rng(6).random((32, 64), dtype=np.float32)
+    with pytest.raises(errors.ConstraintError, match=r"B is a transposed view of a 32 x 64 row-major array: "
+                                                     r"pass that array \(B.T\) with trans_b=True"):
+        fastgemm.sgemm(x, W.T, kernel="direct_dot", backend="cpu")
+    C = fastgemm.sgemm(x, W, trans_b=True, kernel="direct_dot", backend="cpu")
+    assert np.abs(C - x.astype(np.float64) @ W.T.astype(np.float64)).max() < 1e-4
+    W_stored_kxn = np.ascontiguousarray(W.T)  # a plain array: no view to flip
+    with pytest.raises(errors.ConstraintError) as e:
+        fastgemm.sgemm(x, W_stored_kxn, kernel="direct_dot", backend="cpu")
+    assert "transposed view" not in str(e.value)
+    with pytest.raises(errors.ConstraintError) as e:  # gemv needs M or N = 1: no flag mends that
+        fastgemm.sgemm(x, W.T, kernel="gemv", backend="cpu")
+    assert "transposed view" not in str(e.value)
+
+
 def test_scalar_types(ab):
     A, B = ab
     with pytest.raises(TypeError, match="alpha"):

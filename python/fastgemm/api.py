@@ -14,7 +14,7 @@ from typing import List, Optional
 import numpy as np
 
 from . import _fastgemm, arguments
-from .errors import DTypeError, ShapeError, NotFoundError
+from .errors import ConstraintError, DTypeError, ShapeError, NotFoundError
 
 __all__ = ["sgemm", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros"]
 
@@ -229,7 +229,13 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
     # broadcast view can need gigabytes).
     info = _constrained_kernel(kernel, backend)
     if info is not None:
-        info.check(M, N, K, trans_a, trans_b, alpha, beta)
+        try:
+            info.check(M, N, K, trans_a, trans_b, alpha, beta)
+        except ConstraintError as e:
+            hint = _transpose_hint(info, A, B, (M, N, K, trans_a, trans_b, alpha, beta))
+            if hint is None:
+                raise
+            raise ConstraintError(f"{e}; {hint}") from None
 
     # Inputs that share memory with C would be overwritten while still being read.
     if _overlaps(A, C):
@@ -261,6 +267,22 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
         _fastgemm.gemm(backend, kernel, a, b, tmp, ta, tb, alpha, beta, precision)
         C[...] = tmp
     return out
+
+
+def _transpose_hint(info, A, B, problem):
+    """How to pass a problem that `info` refuses for its transpose flags alone, when an
+    operand is a transposed view of a row-major array (W.T for x @ W^T): that array with
+    the flag flipped is the same product, and the one the kernel's constraint means."""
+    M, N, K, trans_a, trans_b, alpha, beta = problem
+    views = [(name, x, flip) for name, x, flip in (("A", A, (True, False)), ("B", B, (False, True)))
+             if x.ndim == 2 and x.T.flags.c_contiguous and not x.flags.c_contiguous]
+    for name, x, (fa, fb) in views:
+        ta, tb = trans_a != fa, trans_b != fb
+        if info.accepts(M, N, K, ta, tb, alpha, beta):
+            flag, value = ("trans_a", ta) if fa else ("trans_b", tb)
+            return (f"{name} is a transposed view of a {x.shape[1]} x {x.shape[0]} row-major array: "
+                    f"pass that array ({name}.T) with {flag}={value}")
+    return None
 
 
 def _constrained_kernel(kernel: str, backend: str):
