@@ -15,14 +15,15 @@ affects another's timings), with the thread count set the way its users set it
 torch.set_num_threads). A round runs every library's process once, in an order that
 rotates from round to round; a library's time for a shape is the median over rounds of
 the best per-call time of that round (calls repeated for about 0.2 s, three times).
-fastgemm's kernel="auto" tunes each shape class once, in the first round, and keeps it
-in a tuning cache private to the run, as it would on a user's machine.
+fastgemm's kernel="auto" tunes each shape class in the first round, and keeps it in a
+tuning cache private to the run, as it would on a user's machine; a class's second
+opinion, once it has run ten times its tuning's time, can fall in a later round.
 
 The table gives each library's GFLOP/s, fastgemm's ratio to the faster of the others
 (> 1: fastgemm is faster), its relative error against a float64 reference of sampled
-rows and the kernel kernel="auto" ran in each round (a class's second opinion can change
-it between rounds); it ends with the geomean and the worst shapes. --json writes the rows in the shape
-suite format of benchmarks/results_table.py (one file per thread count when several).
+rows and the kernel kernel="auto" ran in each round; it ends with the geomean and the
+worst shapes. --json writes the rows in the shape suite format of
+benchmarks/results_table.py (one file per thread count when several).
 """
 
 from __future__ import annotations

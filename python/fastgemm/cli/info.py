@@ -1,7 +1,7 @@
 """`fastgemm info`: this build (version, source commit, compiler, flags), this machine,
 every backend with its availability, the measured roofline ceilings, and kernel="auto"'s
-tuning: whether it times candidates, its cache file and how many shape classes this
-process knows (loaded from the cache or tuned since), how many awaiting a second opinion."""
+tuning: whether it times candidates, its cache file, how many shape classes this process
+knows (loaded from the cache or tuned since) and how many of them await a second opinion."""
 
 from __future__ import annotations
 
