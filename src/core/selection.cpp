@@ -585,7 +585,8 @@ ProvisionalChoice first_opinion(const Kernel& winner, const Timings& seconds, co
     double winner_s = 0.0;
     const std::string name = winner.info().backend + "/" + winner.info().name;
     for (const auto& [candidate, s] : seconds) {
-        first.rates[candidate] = p.flops() / s;
+        const double rate = p.flops() / s;
+        if (std::isfinite(rate) && rate > 0.0) first.rates[candidate] = rate;  // what a loader accepts
         if (candidate == name) winner_s = s;
     }
     const double calls = winner_s > 0.0 ? std::ceil(kSecondOpinionWork * spent / winner_s) : 1.0;
