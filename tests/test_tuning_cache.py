@@ -211,6 +211,21 @@ def test_malformed_provisional_records_discard_their_class(tmp_path, record, dis
     assert out.stdout.split()[-1] in {k.name for k in fastgemm.kernels("cpu") if k.auto_candidate}
 
 
+@pytest.mark.parametrize("key, record", [
+    ("\ud800", {"calls_left": 3, "rates": {"cpu/direct": 1e9}}),      # no class is named so
+    ("cpu|fp32|nn|beta0|128x128x128", {"calls_left": "x", "rates": {}}),  # malformed, and no entry
+], ids=["lone-surrogate", "no-entry"])
+def test_provisional_records_without_a_usable_class_are_reported(tmp_path, key, record):
+    """A record under a key no class can have (JSON allows lone surrogates, UTF-8 does
+    not) or a malformed one of a class without an entry: import works, one warning counts
+    it, and the valid entry stays."""
+    cache_path(tmp_path).write_text(json.dumps({CLASS64: "direct", autotune.UNCONFIRMED: {key: record}}))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("RuntimeWarning") == 1 and "ignored 1 invalid entry" in out.stderr, out.stderr
+    assert out.stdout.split()[-1] == "direct"
+
+
 def test_a_malformed_unconfirmed_section_is_reported(tmp_path):
     cache_path(tmp_path).write_text(json.dumps({CLASS64: "direct", autotune.UNCONFIRMED: ["x"]}))
     out = run(tmp_path, PROBE)

@@ -94,10 +94,10 @@ def load() -> int:
     unconfirmed = table.pop(UNCONFIRMED, {})
     provisional, malformed = _provisional(unconfirmed, text)
     entries = {k: v for k, v in table.items() if text(k) and text(v)}
-    # A class whose provisional record is malformed is tuned again rather than trusted.
-    for k in malformed:
-        entries.pop(k, None)
-    discarded = len(table) - len(entries) + _fastgemm.load_tuning_table(entries, provisional)
+    # A class whose provisional record is malformed is tuned again rather than trusted; a
+    # malformed record of a class without an entry is reported on its own.
+    orphans = sum(1 for k in malformed if entries.pop(k, None) is None)
+    discarded = len(table) - len(entries) + orphans + _fastgemm.load_tuning_table(entries, provisional)
     if not isinstance(unconfirmed, dict):
         discarded += 1  # the section itself; the classes it should have listed load as confirmed
     if discarded:
@@ -114,6 +114,9 @@ def _provisional(unconfirmed, text):
         return {}, []
     good, bad = {}, []
     for k, v in unconfirmed.items():
+        if not text(k):  # no class can be named so: the record is malformed
+            bad.append(k)
+            continue
         try:
             calls, rates = v["calls_left"], v["rates"]
             if (type(calls) is not int or not 1 <= calls < 2 ** 62 or not isinstance(rates, dict)
@@ -121,8 +124,7 @@ def _provisional(unconfirmed, text):
                 raise ValueError
             good[k] = _fastgemm.ProvisionalChoice(calls, {n: float(r) for n, r in rates.items()})
         except (TypeError, KeyError, ValueError, OverflowError):
-            if text(k):
-                bad.append(k)
+            bad.append(k)
     return good, bad
 
 
