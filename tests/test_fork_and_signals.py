@@ -268,6 +268,31 @@ def test_fork_while_another_thread_computes(child_kernel):
 
 
 @posix
+def test_fork_while_another_thread_tunes_a_class(tmp_path):
+    """A fork() while another thread runs kernel="auto"'s first tournament of a class (the
+    tuning lock held for the whole of it): the child tunes a class of its own and gets its
+    product, and the parent's tournament finishes."""
+    proc = child(f"""
+        import os, threading, time, numpy as np, fastgemm
+        os.environ["FASTGEMM_CACHE_DIR"] = {str(tmp_path)!r}
+        A = np.ones((1500, 1500), np.float32)
+        t = threading.Thread(target=lambda: fastgemm.sgemm(A, A))  # a new class: a tournament
+        t.start()
+        time.sleep(0.3)
+        ok = True
+        pid = os.fork()
+        if pid == 0:
+            C = fastgemm.sgemm(np.ones((40, 30), np.float32), np.ones((30, 20), np.float32))  # its own tuning
+            os._exit(0 if np.all(C == 30) else 3)
+        ok &= os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        t.join()
+        print(ok, any(r["shape_class"].endswith("2048x2048x2048") for r in fastgemm.autotune.records()))
+    """)
+    out, err = finish(proc, 120)
+    assert proc.returncode == 0 and out.split() == ["True", "True"], f"{out}\n{err[-2000:]}"
+
+
+@posix
 @pytest.mark.parametrize("kernel", ["openblas", "packed", "direct"])
 def test_exit_while_a_daemon_thread_is_inside_a_kernel(kernel):
     if kernel not in CPU:

@@ -22,8 +22,8 @@ def cache_path(tmp_path):
     return tmp_path / autotune.cache_file().name
 
 
-def run(tmp_path, code, timeout=60):
-    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), PYTHONWARNINGS="default")
+def run(tmp_path, code, timeout=60, env=None):
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path), PYTHONWARNINGS="default", **(env or {}))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=HERE)
 
@@ -242,3 +242,42 @@ def test_the_disturbed_tournament_script_reaches_a_second_opinion(tmp_path):
                          capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "first tournament" in out.stdout and "second tournament: winner cpu/" in out.stdout, out.stdout
+
+
+def test_picks_made_with_timing_off_are_timed_by_a_later_process(tmp_path):
+    """FASTGEMM_AUTOTUNE=0 picks by rule; the pick is saved unconfirmed with nothing
+    measured, so the next process that times runs a first tournament at its first call
+    instead of trusting the rule's pick for good."""
+    env_off = {"FASTGEMM_AUTOTUNE": "0"}
+    out = run(tmp_path, PROBE, env=env_off)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    saved = json.loads(cache_path(tmp_path).read_text())
+    assert saved[autotune.UNCONFIRMED][CLASS64] == {"calls_left": 1, "rates": {}}
+    code = """
+        import json, numpy as np, fastgemm
+        A = np.ones((64, 64), np.float32)
+        assert np.all(fastgemm.sgemm(A, A, backend="cpu") == 64)
+        print(json.dumps(fastgemm.autotune.records()))
+    """
+    timed = run(tmp_path, code)
+    assert timed.returncode == 0 and timed.stderr == "", timed.stderr
+    records = [r for r in json.loads(timed.stdout) if r["shape_class"] == CLASS64]
+    assert len(records) == 1 and not records[0]["second_opinion"], records
+    after = json.loads(cache_path(tmp_path).read_text())[autotune.UNCONFIRMED][CLASS64]
+    assert after["rates"] and after["calls_left"] >= 1  # now a first opinion, counting
+
+
+def test_a_failed_save_leaves_no_file_behind(tmp_path):
+    cache_path(tmp_path).mkdir()  # the file's place is taken: os.replace fails at exit
+    for _ in range(2):
+        out = run(tmp_path, PROBE)
+        assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache_path(tmp_path).name]
+
+
+@pytest.mark.parametrize("entry", [5, "cpu/no_such_kernel"], ids=["not-text", "unknown-kernel"])
+def test_a_bad_entry_and_its_provisional_record_count_once(tmp_path, entry):
+    cache_path(tmp_path).write_text(json.dumps({
+        CLASS64: entry, autotune.UNCONFIRMED: {CLASS64: {"calls_left": 3, "rates": {"cpu/direct": 1e9}}}}))
+    out = run(tmp_path, PROBE)
+    assert out.returncode == 0 and "ignored 1 invalid entry" in out.stderr, out.stderr

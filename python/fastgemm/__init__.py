@@ -63,12 +63,14 @@ def __getattr__(name):
 
 def _build_lazy_native_state() -> None:
     """One small parallel call at import, in the importing thread: the native core builds its
-    function-local statics (thread pool, Ctrl-C handler, kernel dispatch) on first use, and a
-    fork() while another thread is inside one of those first initialisations would copy its
-    guard as "in progress", so that the child's first call waited for ever."""
+    function-local statics (thread pool, Ctrl-C handler, kernel dispatch, the tuning table)
+    on first use, and a fork() while another thread is inside one of those first
+    initialisations would copy its guard as "in progress", so that the child's first call
+    waited for ever."""
     import numpy as np
     a = np.ones((256, 256), np.float32)
     sgemm(a, a, kernel="packed", backend="cpu")
+    _fastgemm.tuning_table()
 
 
 _build_lazy_native_state()

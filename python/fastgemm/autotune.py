@@ -94,9 +94,13 @@ def load() -> int:
     unconfirmed = table.pop(UNCONFIRMED, {})
     provisional, malformed = _provisional(unconfirmed, text)
     entries = {k: v for k, v in table.items() if text(k) and text(v)}
-    # A class whose provisional record is malformed is tuned again rather than trusted; a
-    # malformed record of a class without an entry is reported on its own.
-    orphans = sum(1 for k in malformed if entries.pop(k, None) is None)
+    # A class whose provisional record is malformed is tuned again rather than trusted.
+    for k in malformed:
+        entries.pop(k, None)
+    # A record goes with its class's entry; one whose entry the file lacks altogether is
+    # counted on its own (one whose entry was discarded is counted with it).
+    orphans = sum(1 for k in list(provisional) + malformed if k not in table)
+    provisional = {k: p for k, p in provisional.items() if k in entries}
     discarded = len(table) - len(entries) + orphans + _fastgemm.load_tuning_table(entries, provisional)
     if not isinstance(unconfirmed, dict):
         discarded += 1  # the section itself; the classes it should have listed load as confirmed
@@ -135,13 +139,18 @@ def save() -> None:
     table[UNCONFIRMED] = {k: {"calls_left": p.calls_left, "rates": dict(p.rates)}
                           for k, p in _fastgemm.provisional_choices().items()}
     path = cache_file()
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(table, indent=1, sort_keys=True))
         os.replace(tmp, path)
     except OSError:
-        pass  # a read-only home must not break the user's program
+        # A read-only home, or a directory in the file's place, must not break the
+        # user's program, nor leave a file behind at each exit.
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
 
 
 def table() -> dict:

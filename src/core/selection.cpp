@@ -10,10 +10,15 @@
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 
 #include "env_flag.hpp"
 #include "errors.hpp"
@@ -164,7 +169,33 @@ struct Table {
 };
 
 Table& table() {
-    static Table* t = new Table();  // never destroyed: callers may run during exit
+    static Table* t = [] {
+        auto* fresh = new Table();  // never destroyed: callers may run during exit
+#if defined(__unix__) || defined(__APPLE__)
+        // fork() in one thread while another reads or changes the table, or tunes (the
+        // tuning mutex is held for a whole tournament), must leave the child a working
+        // table. The brief locks are taken around the fork, so that the child copies the
+        // map whole; the tuning mutex, which may be held for seconds, is not waited for.
+        // In the child (one thread, no tournament in it) all three start unlocked, built
+        // anew: a reader-writer lock write-locked before fork() cannot be unlocked there,
+        // since glibc knows its writer by a thread id the child no longer has.
+        pthread_atfork(
+            [] {
+                table().mutex.lock();
+                table().log_mutex.lock();
+            },
+            [] {
+                table().log_mutex.unlock();
+                table().mutex.unlock();
+            },
+            [] {
+                new (&table().mutex) std::shared_mutex();
+                new (&table().log_mutex) std::mutex();
+                new (&table().tuning) std::mutex();
+            });
+#endif
+        return fresh;
+    }();
     return *t;
 }
 
@@ -594,6 +625,14 @@ ProvisionalChoice first_opinion(const Kernel& winner, const Timings& seconds, co
     return first;
 }
 
+// A provisional choice whose due tournament did not finish: its count starts again.
+void rearm(const ClassKey& key) {
+    Table& t = table();
+    std::unique_lock<std::shared_mutex> lock(t.mutex);
+    auto it = t.chosen.find(key.bits());
+    if (it != t.chosen.end() && !it->second.confirmed) it->second.calls.store(0, std::memory_order_relaxed);
+}
+
 // The first tournament's rates of a class whose choice is still provisional; false when
 // it has none (cleared, or confirmed by another thread meanwhile).
 bool provisional_rates(const ClassKey& key, Rates& out) {
@@ -638,7 +677,13 @@ const Kernel& run_selected(const std::string& backend_name, const Problem& p, Ac
         k.run_once(p, A, B, C);
         // Kept only when a loaded table could hold it too: an auto candidate (a backend
         // without candidates, the emulator, falls back to its highest rung every time).
-        if (!quick_return(p) && k.info().auto_candidate) remember(key, k);
+        // A rule's pick among several candidates was never timed: it is kept unconfirmed
+        // with nothing measured, so that a process that times (a saved table) measures
+        // it at its first call, as a first opinion.
+        if (!quick_return(p) && k.info().auto_candidate) {
+            const ProvisionalChoice untimed{1, {}};
+            remember(key, k, c.kernels.size() > 1 ? &untimed : nullptr);
+        }
         return k;
     }
     p.validate();
@@ -646,17 +691,26 @@ const Kernel& run_selected(const std::string& backend_name, const Problem& p, Ac
     if (backend == "auto") c.kernels = one_per_gpu_backend(c.kernels, p, accuracy);
     if (c.kernels.empty()) throw KernelError("no kernel=\"auto\" candidate for " + p.describe() + " could be tuned");
     std::lock_guard<std::mutex> tuning(table().tuning);
-    Rates prior;
-    const bool second = due && provisional_rates(key, prior);
-    if (!second) {
+    if (!due) {
         if (const Kernel* k = recall(key, p).kernel) {  // tuned by another thread meanwhile
             k->run_once(p, A, B, C);
             return *k;
         }
     }
+    // A due choice with first-tournament rates takes its second opinion; one without
+    // (an untimed pick) its first.
+    Rates prior;
+    const bool second = due && provisional_rates(key, prior) && !prior.empty();
     Timings seconds;
     const auto t0 = std::chrono::steady_clock::now();
-    const Kernel& winner = tune_on_operands(c.kernels, p, A, B, C, seconds, prior);
+    const Kernel* timed = nullptr;
+    try {
+        timed = &tune_on_operands(c.kernels, p, A, B, C, seconds, prior);
+    } catch (...) {
+        if (due) rearm(key);  // interrupted or failed: due again after as many calls
+        throw;
+    }
+    const Kernel& winner = *timed;
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (second) {
         remember(key, winner);

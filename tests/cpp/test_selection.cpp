@@ -283,6 +283,7 @@ void spinning_candidates_are_timed_apart() {
 struct OpinionTimes {
     double baseline_s = 4e-4, preferred_s = 2e-4;
     std::atomic<int64_t> runs{0};  // of either kernel: one per plain call, many per tournament
+    bool fail = false;             // both kernels throw, as an interrupted or lost device would
 };
 OpinionTimes& opinion_times() {
     static OpinionTimes t;
@@ -292,10 +293,12 @@ void set_opinion_times(double baseline_s, double preferred_s) {
     opinion_times().baseline_s = baseline_s, opinion_times().preferred_s = preferred_s;
 }
 void opinion_baseline(const Problem& p, const float* A, const float* B, float* C) {
+    if (opinion_times().fail) throw KernelError("opinion test: failing on purpose");
     ++opinion_times().runs;
     product_taking(opinion_times().baseline_s, p, A, B, C);
 }
 void opinion_preferred(const Problem& p, const float* A, const float* B, float* C) {
+    if (opinion_times().fail) throw KernelError("opinion test: failing on purpose");
     ++opinion_times().runs;
     product_taking(opinion_times().preferred_s, p, A, B, C);
 }
@@ -402,6 +405,23 @@ void provisional_choices_load_and_count_on() {
     clear_tuning_table();
 }
 
+// A second opinion that does not finish (the call is interrupted, or every candidate
+// fails) leaves the choice provisional and due again after as many calls.
+void an_unfinished_second_opinion_comes_due_again() {
+    clear_tuning_table();
+    set_opinion_times(4e-4, 2e-4);
+    const std::map<std::string, ProvisionalChoice> provisional = {
+        {kOpinionClass, {2, {{"opinion/opinion_baseline", 1e7}, {"opinion/opinion_preferred", 1e7}}}}};
+    CHECK(load_tuning_table({{kOpinionClass, "opinion_baseline"}}, provisional) == 0, "the entry loads");
+    CHECK(opinion_call() == "opinion_baseline", "the loaded choice runs");
+    opinion_times().fail = true;
+    test::expect_throw<KernelError>([] { opinion_call(); }, "the due call's tournament, every candidate failing");
+    opinion_times().fail = false;
+    CHECK(calls_left(kOpinionClass) == 2, "re-armed: " << calls_left(kOpinionClass) << " calls left");
+    CHECK(call_until_confirmed().winner == "opinion/opinion_preferred", "the second opinion, on time");
+    clear_tuning_table();
+}
+
 // Threads calling a class whose second opinion comes due among them: exactly one runs
 // it, the others keep calling the kept kernel meanwhile, and every result is right. (Which
 // kernel wins is left open: the threads' own calls disturb that tournament.)
@@ -438,6 +458,7 @@ int main() {
     a_second_opinion_corrects_a_disturbed_choice();
     a_disturbed_second_opinion_keeps_a_sound_choice();
     provisional_choices_load_and_count_on();
+    an_unfinished_second_opinion_comes_due_again();
     one_second_opinion_among_threads();
     return test::finish("test_selection");
 }

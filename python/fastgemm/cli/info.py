@@ -1,9 +1,12 @@
 """`fastgemm info`: this build (version, source commit, compiler, flags), this machine,
 every backend with its availability, the measured roofline ceilings, and kernel="auto"'s
 tuning: whether it times candidates, its cache file, how many shape classes this process
-knows (loaded from the cache or tuned since) and how many of them await a second opinion."""
+knows (loaded from the cache or tuned since) and how many of them are not yet confirmed
+(awaiting their second opinion, or picked by rule while timing was off)."""
 
 from __future__ import annotations
+
+import os
 
 from .. import _fastgemm, autotune, report, roofline
 from .common import check_output_file, description, emit_json
@@ -64,6 +67,7 @@ def run(args) -> int:
     t = doc["tuning"]
     print("tuning (kernel=\"auto\"):")
     print(f"  {'timing':<14}{'on' if t['autotune'] else 'off (FASTGEMM_AUTOTUNE)'}")
-    print(f"  {'cache':<14}{t['cache_file']}")
-    print(f"  {'shape classes':<14}{t['classes']} known, {t['provisional']} awaiting a second opinion")
+    # A path's undecodable bytes as \xNN, so that a strict UTF-8 terminal can print it.
+    print(f"  {'cache':<14}{os.fsencode(t['cache_file']).decode('utf-8', 'backslashreplace')}")
+    print(f"  {'shape classes':<14}{t['classes']} known, {t['provisional']} not yet confirmed by a second timing")
     return 0
