@@ -69,5 +69,5 @@ def run(args) -> int:
     print(f"  {'timing':<14}{'on' if t['autotune'] else 'off (FASTGEMM_AUTOTUNE)'}")
     # A path's undecodable bytes as \xNN, so that a strict UTF-8 terminal can print it.
     print(f"  {'cache':<14}{os.fsencode(t['cache_file']).decode('utf-8', 'backslashreplace')}")
-    print(f"  {'shape classes':<14}{t['classes']} known, {t['provisional']} not yet confirmed by a second timing")
+    print(f"  {'shape classes':<14}{t['classes']} known, {t['provisional']} not yet confirmed")
     return 0
