@@ -175,3 +175,42 @@ def test_compare_reads_what_bench_writes(tmp_path, capsys, monkeypatch):
                      "--json", paths[-1]]) == 0
     assert main(["compare", *paths]) == 0
     assert "ikj" in capsys.readouterr().out
+
+
+def test_json_through_a_link_writes_the_target_and_keeps_the_link(tmp_path):
+    target = tmp_path / "target.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert main(["info", "--no-probes", "--json", str(link)]) == 0
+    assert link.is_symlink() and json.loads(target.read_text())["fastgemm"] == fastgemm.__version__
+
+
+def test_json_to_a_name_at_the_length_limit(tmp_path):
+    """A file name of 255 bytes: its temporary file's name must not be longer."""
+    path = tmp_path / ("r" * 250 + ".json")
+    assert main(["info", "--no-probes", "--json", str(path)]) == 0
+    assert json.loads(path.read_text())["fastgemm"] == fastgemm.__version__
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+def test_json_to_a_stream_is_written_into_it(tmp_path):
+    """A FIFO, and /dev/stdout sent to a file: the text goes into the stream, whose name
+    stays what it was (a rename would have replaced /dev/stdout itself), after what was
+    written there before."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    report.write_text(str(fifo), "streamed\n")
+    assert reader.communicate(timeout=30)[0] == "streamed\n" and fifo.is_fifo()
+    stdout_was_link = os.path.islink("/dev/stdout")
+    captured = tmp_path / "stdout.txt"
+    code = ("import sys; from fastgemm.cli import main; print('before', flush=True); "
+            "sys.exit(main(['info', '--no-probes', '--json', '/dev/stdout']))")
+    with open(captured, "w") as f:
+        out = subprocess.run([sys.executable, "-c", code], stdout=f, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, rest = captured.read_text().split("\n", 1)
+    assert first == "before" and json.loads(rest)["fastgemm"] == fastgemm.__version__
+    assert os.path.islink("/dev/stdout") == stdout_was_link

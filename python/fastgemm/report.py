@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import itertools
 import json
 import os
 import platform
@@ -169,15 +170,31 @@ def machine_record(backend: str) -> dict:
     }
 
 
+_temporary_names = itertools.count()
+
+
 def write_text(path, text: str) -> None:
-    """Writes the whole file or nothing: a temporary file beside it, renamed over it."""
+    """Writes the whole file or nothing: a temporary file beside it, renamed over it.
+
+    Through a symbolic link the file written is the link's target (the link stays a
+    link). A stream rather than a file (/dev/stdout, a pipe, a terminal: a path under
+    /dev or /proc, or one that is not a regular file) is appended to in place, since a
+    rename would replace the device's name instead of writing to it, and truncating it
+    would lose what was written there before. The temporary file's name is short, so
+    that a target name at the file system's length limit still gets one."""
     p = Path(path)
     if str(p) == os.devnull:
         return
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    absolute = os.path.abspath(p)
+    target = Path(os.path.realpath(p))
+    if absolute.startswith(("/dev/", "/proc/")) or (target.exists() and not target.is_file()):
+        with open(p, "a") as stream:
+            stream.write(text)
+        return
+    tmp = target.with_name(f".fastgemm-{os.getpid()}-{next(_temporary_names)}.tmp")
     try:
         tmp.write_text(text)
-        os.replace(tmp, p)
+        os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()
