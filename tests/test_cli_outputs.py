@@ -214,3 +214,14 @@ def test_json_to_a_stream_is_written_into_it(tmp_path):
     first, rest = captured.read_text().split("\n", 1)
     assert first == "before" and json.loads(rest)["fastgemm"] == fastgemm.__version__
     assert os.path.islink("/dev/stdout") == stdout_was_link
+
+
+def test_sweep_of_a_family_whose_kernels_carry_different_parameters(tmp_path, capsys):
+    """ikj and ikj_threads have no parameters, ikj@O0 ... ikj@O3fm an -O level and
+    -ffast-math: all in the table, the latter in the grid, and the JSON written."""
+    path = tmp_path / "sweep.json"
+    assert main(["sweep", "--family", "ikj", "--size", "16", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "fast_math (rows) x opt_level (columns)" in out
+    kernels = {r["kernel"] for r in json.loads(path.read_text())["results"]}
+    assert {"ikj", "ikj@O0", "ikj@O3fm"} <= kernels

@@ -54,7 +54,10 @@ def run(args) -> int:
         raise UsageError(f"no kernel of family {args.family} accepts {M}x{N}x{K}: {describe_rejected(rejected)}")
     varying = [key for key in sorted({k for info in to_run for k in info.params})
                if len({info.params.get(key) for info in to_run}) > 1]
-    if args.plot and not varying:
+    # The grid and the chart place the kernels that carry every varying parameter; one
+    # without some of them (ikj beside ikj@O2) is in the table only.
+    placed = [info for info in to_run if all(key in info.params for key in varying)]
+    if args.plot and not (varying and placed):
         raise UsageError(f"--plot: nothing to chart, no parameter varies across the {args.family} kernels that run "
                          f"at {M}x{N}x{K}")
     busy = load_warning()
@@ -76,23 +79,23 @@ def run(args) -> int:
     by_name = {r.kernel: r for r in results}
     if len(varying) == 2:
         a, b = varying
-        cols = sorted({info.params[b] for info in to_run})
+        cols = sorted({info.params[b] for info in placed})
         print(f"\nGFLOP/s, {a} (rows) x {b} (columns)")
         print(f"{a:>8} " + " ".join(f"{c:>9}" for c in cols))
-        for av in sorted({info.params[a] for info in to_run}):
+        for av in sorted({info.params[a] for info in placed}):
             row = []
             for c in cols:
-                info = next((i for i in to_run if i.params[a] == av and i.params[b] == c), None)
+                info = next((i for i in placed if i.params[a] == av and i.params[b] == c), None)
                 row.append(f"{by_name[info.name].gflops:9.1f}" if info and info.name in by_name else f"{'-':>9}")
             print(f"{av:>8} " + " ".join(row))
     if args.plot:
         series: dict = {}
         x = varying[-1]
-        for info in to_run:
+        for info in placed:
             label = args.family if len(varying) == 1 else f"{varying[0]}={info.params[varying[0]]}"
             series.setdefault(label, []).append((info.params[x], by_name[info.name].gflops))
         if base is not None:
-            xs = sorted({info.params[x] for info in to_run})
+            xs = sorted({info.params[x] for info in placed})
             series[base.kernel] = [(v, base.gflops) for v in xs]
         plots.plot_sweep(args.plot, series, xlabel=x, baseline_series=base.kernel if base else None,
                          title=f"fastgemm sweep {args.family} on {backend}, {M}x{N}x{K}")
