@@ -1,6 +1,11 @@
 """Every kernel of the cpu backend against a float64 reference, on square,
 rectangular and ragged shapes, with alpha/beta and transposes."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -126,3 +131,20 @@ def test_ikj_threads_deterministic_for_thread_count(rng):
         fastgemm.set_num_threads(saved)
     np.testing.assert_array_equal(first, again)
     np.testing.assert_array_equal(first, single)  # rows are independent: same sums either way
+
+
+def test_auto_takes_sums_that_only_alpha_brings_into_range(tmp_path):
+    """Terms of 1e60 (1e30 x 1e30) with alpha = 1e-30: the exact result, 2e31, fits in
+    FP32, but every kernel that sums op(A) op(B) before scaling it overflows, as BLAS does.
+    auto's check of its candidates must not call that a wrong result (it raised
+    KernelError: every candidate failed); the result is 2e31 or infinite, never NaN."""
+    code = textwrap.dedent("""
+        import numpy as np, fastgemm
+        A = np.full((2, 20), 1e30, np.float32); B = np.full((20, 2), 1e30, np.float32)
+        C = fastgemm.sgemm(A, B, alpha=1e-30, backend="cpu")
+        ok = np.all(np.isinf(C) & (C > 0) | (np.abs(C - 2e31) <= 2e31 * 1e-5))
+        print(bool(ok))
+    """)
+    env = dict(os.environ, FASTGEMM_CACHE_DIR=str(tmp_path))  # a class tuned afresh
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["True"], out.stdout + out.stderr
