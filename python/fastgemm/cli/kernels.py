@@ -3,6 +3,8 @@ parameters and shape constraints, as a table or (--json) as records."""
 
 from __future__ import annotations
 
+import math
+
 from .. import _fastgemm
 from .common import UsageError, check_output_file, description, emit_json
 
@@ -20,7 +22,9 @@ def record(k) -> dict:
     return {"name": k.name, "backend": k.backend, "ladder_step": k.ladder_step, "baseline": k.baseline,
             "precision": k.precision, "constraints": list(k.constraints), "params": dict(k.params),
             "source": k.source, "description": k.description, "flags": k.flags, "isa": k.isa,
-            "auto_candidate": k.auto_candidate, "bench_flops_cap": k.bench_flops_cap}
+            "auto_candidate": k.auto_candidate,
+            # null for no cap: JSON has no infinity that every parser takes
+            "bench_flops_cap": k.bench_flops_cap if math.isfinite(k.bench_flops_cap) else None}
 
 
 def run(args) -> int:
