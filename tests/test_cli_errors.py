@@ -95,6 +95,7 @@ BENCH = ["bench", "--backend", "cpu", "--size", "16"]
     (["--spread-limit", "0"], "spread-limit"),
     (["--sizes", "0:4"], "sizes"),
     (["--sizes", "a,b"], "sizes"),
+    (["--sizes", "1:200000000:1"], "more than 64 sizes"),  # refused before it lists 2e8 sizes
     (["--kernels", "nope"], "unknown kernel"),
     (["--kernels", ","], "no kernel"),
     (["--baseline", "nope"], "unknown baseline"),
