@@ -71,6 +71,8 @@ def files(tmp_path):
     f["deep"].write_text("[" * 100000 + "]" * 100000)
     f["bad_measured"] = tmp_path / "measured.json"
     f["bad_measured"].write_text(json.dumps({"measurements": [{"kernel": "x", "flop_per_byte": "a", "gflops": 1}]}))
+    f["infinite_measured"] = tmp_path / "infinite.json"
+    f["infinite_measured"].write_text('{"measurements": [{"kernel": "x", "flop_per_byte": Infinity, "gflops": 1e400}]}')
     return {k: str(v) for k, v in f.items()}
 
 
@@ -170,7 +172,8 @@ def test_sweep_never_prints_an_empty_table(capsys, no_work):
 
 @pytest.mark.parametrize("which, expect", [
     ("missing", "no such file"), ("dir", "folder"), ("not_json", "not JSON"), ("list", "lacks"),
-    ("bad_measured", "positive"), ("binary", "not a text file"),
+    ("bad_measured", "positive"), ("binary", "not a text file"), ("infinite_measured", "finite"),
+    ("deep", "nested too deeply"),
 ])
 def test_roofline_refuses_bad_measured_files(which, expect, files, capsys, no_work):
     path = files.get(which, MISSING + "/m.json")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import platform
 import re
@@ -361,6 +362,8 @@ def parse_measurements(text: str, source: str = "measurements") -> List[dict]:
         doc = json.loads(text)
     except ValueError as e:
         raise FastgemmError(f"{source}: not JSON ({e})") from None
+    except RecursionError:
+        raise FastgemmError(f"{source}: not a measurements file (nested too deeply to read)") from None
     recs = doc.get("measurements") if isinstance(doc, dict) else doc
     if not isinstance(recs, list):
         raise FastgemmError(f"{source}: expected a `fastgemm profile --json` file (a 'measurements' list)")
@@ -368,9 +371,10 @@ def parse_measurements(text: str, source: str = "measurements") -> List[dict]:
     for i, r in enumerate(recs):
         if not isinstance(r, dict) or not all(k in r for k in ("kernel", "flop_per_byte", "gflops")):
             raise FastgemmError(f"{source}: measurement {i} lacks kernel, flop_per_byte or gflops: {str(r)[:200]}")
-        if not all(isinstance(r[k], (int, float)) and not isinstance(r[k], bool) and r[k] > 0
+        if not all(isinstance(r[k], (int, float)) and not isinstance(r[k], bool) and 0 < r[k] < math.inf
                    for k in ("flop_per_byte", "gflops")):
-            raise FastgemmError(f"{source}: measurement {i} ({r['kernel']}) needs positive flop_per_byte and gflops")
+            raise FastgemmError(f"{source}: measurement {i} ({r['kernel']}) needs positive, finite flop_per_byte "
+                                f"and gflops")
         out.append(r)
     return out
 
