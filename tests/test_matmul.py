@@ -116,12 +116,28 @@ def test_out_must_fit(rng):
     a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
     with pytest.raises(fastgemm.ShapeError, match="out has shape"):
         fastgemm.matmul(a, b, out=np.empty((2, 5), np.float32))
-    with pytest.raises(TypeError, match="float32"):
+    with pytest.raises(fastgemm.DTypeError, match="out has dtype float64"):
         fastgemm.matmul(a, b, out=np.empty((2, 4)))
     ro = np.empty((2, 4), np.float32)
     ro.flags.writeable = False
     with pytest.raises(fastgemm.ShapeError, match="read-only"):
         fastgemm.matmul(a, b, out=ro)
+
+
+def test_out_that_overlaps_itself_is_refused_and_regular_layouts_are_not(rng):
+    """A stack whose matrices share memory (stride 0 across it) would keep only the last
+    product, as sgemm refuses for C; numpy's own layouts, interleaved or reversed, run."""
+    a, b = rng.random((3, 4, 5), dtype=np.float32), rng.random((3, 5, 6), dtype=np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    shared = np.lib.stride_tricks.as_strided(np.zeros((4, 6), np.float32), shape=(3, 4, 6), strides=(0, 24, 4))
+    with pytest.raises(fastgemm.ShapeError, match="out overlaps itself"):
+        fastgemm.matmul(a, b, out=shared)
+    square = np.lib.stride_tricks.as_strided(np.zeros(8, np.float32), shape=(4, 6), strides=(4, 4))
+    with pytest.raises(fastgemm.ShapeError, match="out overlaps itself"):
+        fastgemm.matmul(a[0], b[0], out=square)
+    for out in (np.zeros((4, 6, 3), np.float32).transpose(2, 0, 1), np.zeros((3, 4, 6), np.float32)[::-1, ::-1]):
+        fastgemm.matmul(a, b, out=out)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
 # --- GPU arrays: fastgemm.matmul on PyTorch CUDA tensors ------------------------------

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import arguments
-from .errors import ShapeError
+from .errors import DTypeError, ShapeError
 from .matmul_shapes import product_shapes
 
 __all__ = ["matmul"]
@@ -48,11 +48,14 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
         if isinstance(out, np.ma.MaskedArray) or not isinstance(out, np.ndarray):
             raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
         if out.dtype != np.float32:
-            raise TypeError(f"out has dtype {out.dtype}; it must be float32")
+            raise DTypeError(f"out has dtype {out.dtype}; it must be float32 since it is written in place")
         if out.shape != shape:
             raise ShapeError(f"out has shape {out.shape}, but matmul of {a.shape} and {b.shape} is {shape}")
         if not out.flags.writeable:
             raise ShapeError("out is read-only; pass a writable array")
+        if _overlaps_itself(out):
+            raise ShapeError(f"out overlaps itself (strides {out.strides}): several of its elements share memory, "
+                             f"so the result would depend on the order of writes; pass a regular array")
         result = out
     # The products write into a view of the result with both matrix axes present.
     target = result.reshape(batch + (M, N))
@@ -67,6 +70,25 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
     _products(a2, b2, target, batch, sgemm, kernel, backend, precision)
     # As np.matmul: two vectors give a float32 scalar, unless an out array was given.
     return result[()] if out is None and result.ndim == 0 else result
+
+
+def _overlaps_itself(x: np.ndarray) -> bool:
+    """True when two different elements of x may share memory (a stride of 0 across the
+    stack, say). A matrix is checked exactly (api._overlaps_itself); more axes are taken
+    from the smallest stride up, each of which must step past everything inside it, which
+    every layout numpy makes does; any other is refused conservatively."""
+    from .api import _overlaps_itself as matrix_overlaps_itself
+
+    if x.size == 0:
+        return False
+    if x.ndim == 2:
+        return matrix_overlaps_itself(x)
+    inner = x.itemsize  # bytes from the first element of the block so far to past its last
+    for stride, n in sorted((abs(s), n) for s, n in zip(x.strides, x.shape) if n > 1):
+        if stride < inner:
+            return True
+        inner += stride * (n - 1)
+    return False
 
 
 def _products(a2, b2, target, batch, sgemm, kernel, backend, precision):
