@@ -51,10 +51,12 @@ void Problem::validate() const {
     const int64_t max_elements = std::numeric_limits<int64_t>::max() / int64_t(sizeof(float));
     auto check_span = [&](const char* name, int64_t rows, int64_t cols, int64_t ld) {
         if (rows <= 0 || cols <= 0) return;
-        if (rows - 1 > (max_elements - cols) / ld) {
+        // cols > max_elements first: (max_elements - cols) would be negative, and its
+        // quotient round to zero, which lets a single row of any length through.
+        if (cols > max_elements || rows - 1 > (max_elements - cols) / ld) {
             std::ostringstream os;
-            os << name << " spans " << rows << " rows of leading dimension " << ld
-               << ", more bytes than a 64-bit offset can address (" << describe() << ")";
+            os << name << " spans " << rows << " rows of " << cols << " elements, leading dimension " << ld
+               << ": more bytes than a 64-bit offset can address (" << describe() << ")";
             throw ShapeError(os.str());
         }
     };

@@ -40,6 +40,26 @@ int main() {
     CHECK(msg.find("C overlaps A") != std::string::npos, msg);
     CHECK(A[8] == 0.5f, "an overlapping call wrote C before throwing");
 
+    // One row (or column) too long for a 64-bit byte offset: refused like any longer span,
+    // for auto and named kernels alike, before anything is read or written.
+    for (const char* kernel : {"auto", "packed", "ijk", "direct_dot"}) {
+        const int64_t huge = int64_t(1) << 62;  // elements: 2^64 bytes
+        msg = test::expect_throw<ShapeError>(
+            [&] {
+                ctx.sgemm(Trans::N, Trans::T, 1, 1, huge, 1.0f, A.data(), huge, B.data(), huge, 0.0f, C.data(), 1,
+                          kernel);
+            },
+            std::string("a row of 2^62 elements through ") + kernel);
+        CHECK(msg.find("64-bit offset") != std::string::npos, msg);
+    }
+    msg = test::expect_throw<ShapeError>(
+        [&] {
+            const int64_t huge = int64_t(1) << 62;
+            ctx.sgemm(Trans::N, Trans::N, 1, huge, 0, 1.0f, A.data(), 1, B.data(), huge, 0.0f, C.data(), huge);
+        },
+        "a C row of 2^62 elements with K = 0");
+    CHECK(msg.find("64-bit offset") != std::string::npos, msg);
+
     msg = test::expect_throw<NotFoundError>([] { kernels("no-such-backend"); }, "kernels of unknown backend");
 
     // Every unavailable backend says why, through the same exception Python maps to RuntimeError.
