@@ -43,6 +43,7 @@ bool Constraint::accepts(const Problem& p) const {
         case Kind::trans_b: return p.trans_b;
         case Kind::vector: return p.M == 1 || p.N == 1;
         case Kind::few_rows_or_columns: return p.M <= value || p.N <= value;
+        case Kind::leading_at_most: return p.lda <= value && p.ldb <= value && p.ldc <= value;
     }
     return false;
 }
@@ -60,6 +61,7 @@ std::string Constraint::describe() const {
         case Kind::trans_b: os << "trans_b == True"; break;
         case Kind::vector: os << "M == 1 or N == 1"; break;
         case Kind::few_rows_or_columns: os << "M <= " << value << " or N <= " << value; break;
+        case Kind::leading_at_most: os << "32-bit leading dimensions (lda, ldb, ldc <= " << value << ")"; break;
     }
     return os.str();
 }

@@ -40,6 +40,7 @@ struct Constraint {
         trans_b,        // op(B) = B^T: B stored N x K
         vector,         // M == 1 or N == 1
         few_rows_or_columns,  // M <= value or N <= value
+        leading_at_most,      // lda, ldb and ldc <= value (a BLAS of 32-bit integers)
     };
     Kind kind;
     char dim = 0;  // 'M', 'N' or 'K' for shape rules
@@ -55,6 +56,7 @@ struct Constraint {
     static Constraint trans_b() { return {Kind::trans_b, 0, 0}; }
     static Constraint vector() { return {Kind::vector, 0, 0}; }
     static Constraint few_rows_or_columns(int64_t n) { return {Kind::few_rows_or_columns, 0, n}; }
+    static Constraint leading_at_most(int64_t n) { return {Kind::leading_at_most, 0, n}; }
 
     bool accepts(const Problem& p) const;
     std::string describe() const;  // "M % 64 == 0"

@@ -206,33 +206,6 @@ void blas_sgemm_timed(const Problem& p, const float* A, const float* B, float* C
     blas_call(p, A, B, C);
 }
 
-// CBLAS takes int: leading dimensions past INT_MAX are refused before any work, on
-// both the timing path (make_launch) and the single-call path (run_direct).
-class BlasKernel : public HostKernel {
-public:
-    using HostKernel::HostKernel;
-
-protected:
-    std::unique_ptr<Launch> make_launch(const Problem& p, const float* A, const float* B,
-                                        float* C) const override {
-        check_leading_dimensions(p);
-        return HostKernel::make_launch(p, A, B, C);
-    }
-    void run_direct(const Problem& p, const float* A, const float* B, float* C) const override {
-        check_leading_dimensions(p);
-        HostKernel::run_direct(p, A, B, C);
-    }
-
-private:
-    void check_leading_dimensions(const Problem& p) const {
-        for (int64_t ld : {p.lda, p.ldb, p.ldc}) {
-            if (ld > INT_MAX) {
-                throw ConstraintError("BLAS baseline '" + info().name +
-                                      "' takes 32-bit leading dimensions; got " + std::to_string(ld));
-            }
-        }
-    }
-};
 
 }  // namespace
 
@@ -290,8 +263,11 @@ void register_blas_baseline(Registry& r) {
 #if !defined(FASTGEMM_BLAS_ACCELERATE)
     info.spins_after = openblas_spin;
 #endif
+    // CBLAS takes int: dimensions and leading dimensions past INT_MAX are refused before any
+    // work, and kernel="auto" never offers it such a problem.
     for (char d : {'M', 'N', 'K'}) info.constraints.push_back(Constraint::at_most(d, INT_MAX));
-    r.add_kernel(std::make_unique<BlasKernel>(std::move(info), blas_sgemm, blas_sgemm_timed));
+    info.constraints.push_back(Constraint::leading_at_most(INT_MAX));
+    r.add_kernel(std::make_unique<HostKernel>(std::move(info), blas_sgemm, blas_sgemm_timed));
 }
 
 #else  // built without a BLAS

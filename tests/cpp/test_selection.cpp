@@ -195,6 +195,26 @@ void loaded_entries_are_validated() {
     CHECK(ran == "direct", "the loaded choice ran: " << ran);
 }
 
+// A leading dimension past 2^31 (a row of A never read past its first, a view into a
+// larger buffer) is legal; the 32-bit BLAS cannot take it, so auto must not offer it the
+// problem, even where it holds the class.
+void auto_never_hands_a_32_bit_blas_a_64_bit_leading_dimension() {
+    clear_tuning_table();
+    // The BLAS holds the class (as a tournament may have decided, or a saved table).
+    const bool has_blas = load_tuning_table({{"cpu|fp32|nn|beta0|1x512x512", "openblas"}}) == 0;
+    Context ctx("cpu");
+    const int64_t K = 512, N = 512;
+    std::vector<float> A(K, 0.5f), B(size_t(K * N), 0.25f), C(N, -1.0f);
+    for (const int64_t lda : {K, (int64_t(1) << 32) + 64}) {
+        std::fill(C.begin(), C.end(), -1.0f);
+        const KernelInfo& k = ctx.sgemm(Trans::N, Trans::N, 1, N, K, 1.0f, A.data(), lda, B.data(), N, 0.0f,
+                                        C.data(), N);
+        CHECK(C[0] == 0.5f * 0.25f * float(K) && C[N - 1] == C[0], k.name << " at lda " << lda << ": " << C[0]);
+        CHECK(!has_blas || (lda == K) == (k.name == "openblas"), k.name << " ran at lda " << lda);
+    }
+    clear_tuning_table();
+}
+
 void accuracy_never_admits_a_weaker_class() {
     CHECK(allows(Accuracy::fp32, Precision::fp32) && allows(Accuracy::fp32, Precision::fp32x3) &&
               !allows(Accuracy::fp32, Precision::tf32),
@@ -448,6 +468,7 @@ void one_second_opinion_among_threads() {
 int main() {
     accuracy_never_admits_a_weaker_class();
     loaded_entries_are_validated();
+    auto_never_hands_a_32_bit_blas_a_64_bit_leading_dimension();
     wrong_or_throwing_candidates_never_win();
     baselines_keep_a_tie();
     spinning_candidates_are_timed_apart();
