@@ -199,8 +199,12 @@ Table& table() {
     return *t;
 }
 
+// "backend/name": how tunings, rejections and rates name a candidate (the rates of two
+// tournaments meet by it).
+std::string qualified_name(const Kernel& k) { return k.info().backend + "/" + k.info().name; }
+
 std::string entry_name(const ClassKey& key, const Kernel& k) {
-    return key.slot == 0 ? k.info().backend + "/" + k.info().name : k.info().name;
+    return key.slot == 0 ? qualified_name(k) : k.info().name;
 }
 
 std::atomic<uint64_t> generation{0};
@@ -242,7 +246,7 @@ Recalled recall(const ClassKey& key, const Problem& p, bool count_call = false) 
 void reject(const Kernel& k, const std::string& why) {
     Table& t = table();
     std::lock_guard<std::mutex> lock(t.log_mutex);
-    t.rejections.push_back(k.info().backend + "/" + k.info().name + ": " + why);
+    t.rejections.push_back(qualified_name(k) + ": " + why);
     if (t.rejections.size() > 64) t.rejections.pop_front();
 }
 
@@ -252,8 +256,7 @@ using Timings = std::vector<std::pair<std::string, double>>;
 void record(const ClassKey& key, const Kernel& winner, Timings seconds, bool second_opinion) {
     Table& t = table();
     std::lock_guard<std::mutex> lock(t.log_mutex);
-    t.records.push_back(
-        {key.text(), winner.info().backend + "/" + winner.info().name, std::move(seconds), second_opinion});
+    t.records.push_back({key.text(), qualified_name(winner), std::move(seconds), second_opinion});
     if (t.records.size() > 64) t.records.pop_front();
 }
 
@@ -472,7 +475,7 @@ const Kernel& tournament(std::vector<const Kernel*> cands, const Problem& timed,
     seconds.clear();
     for (size_t i = 0; i < cands.size(); ++i) {
         if (!ok[i] || !(best[i] < std::numeric_limits<double>::infinity())) continue;
-        const std::string name = cands[i]->info().backend + "/" + cands[i]->info().name;
+        const std::string name = qualified_name(*cands[i]);
         seconds.emplace_back(name, best[i]);
         double own = best[i];
         const auto earlier = prior.find(name);
@@ -616,7 +619,7 @@ std::vector<const Kernel*> one_per_gpu_backend(const std::vector<const Kernel*>&
 ProvisionalChoice first_opinion(const Kernel& winner, const Timings& seconds, const Problem& p, double spent) {
     ProvisionalChoice first;
     double winner_s = 0.0;
-    const std::string name = winner.info().backend + "/" + winner.info().name;
+    const std::string name = qualified_name(winner);
     for (const auto& [candidate, s] : seconds) {
         const double rate = p.flops() / s;
         if (std::isfinite(rate) && rate > 0.0) first.rates[candidate] = rate;  // what a loader accepts

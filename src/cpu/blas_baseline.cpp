@@ -206,7 +206,6 @@ void blas_sgemm_timed(const Problem& p, const float* A, const float* B, float* C
     blas_call(p, A, B, C);
 }
 
-
 }  // namespace
 
 std::string blas_name() {
