@@ -1,5 +1,9 @@
 """Bad input gets a specific exception that names the problem; nothing crashes."""
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -131,3 +135,58 @@ def test_benchmark_bad_arguments():
         fastgemm.benchmark("ikj", 8, iters=0)
     with pytest.raises(errors.NotFoundError):
         fastgemm.benchmark("no_such_kernel", 8)
+
+
+# Each refusal: the call, the fastgemm class, the built-in class it also is, and a word of
+# its message (the argument it names).
+REFUSALS = [
+    (lambda A, B: fastgemm.sgemm(A, B, trans_a="T"), errors.ArgumentTypeError, TypeError, "trans_a"),
+    (lambda A, B: fastgemm.sgemm(A, B, alpha="2"), errors.ArgumentTypeError, TypeError, "alpha"),
+    (lambda A, B: fastgemm.sgemm(A, B, alpha=1e300), errors.ArgumentError, ValueError, "alpha"),
+    (lambda A, B: fastgemm.sgemm(A, B, beta=1.0), errors.ArgumentError, ValueError, "pass C="),
+    (lambda A, B: fastgemm.sgemm(A, B, [[0.0] * 4] * 8), errors.ArgumentTypeError, TypeError, "C must be"),
+    (lambda A, B: fastgemm.sgemm(A, B, kernel=7), errors.ArgumentTypeError, TypeError, "kernel"),
+    (lambda A, B: fastgemm.sgemm(A, B, kernel=""), errors.ArgumentError, ValueError, "kernel"),
+    (lambda A, B: fastgemm.sgemm(A, B, precision="fp16"), errors.ArgumentError, ValueError, "precision"),
+    (lambda A, B: fastgemm.sgemm(None, B), errors.ArgumentTypeError, TypeError, "A"),
+    (lambda A, B: fastgemm.matmul(A, B, out=[0.0]), errors.ArgumentTypeError, TypeError, "out"),
+    (lambda A, B: fastgemm.benchmark("ikj", 8, iters=0), errors.ArgumentError, ValueError, "iters"),
+    (lambda A, B: fastgemm.benchmark("ikj", 8, max_seconds=-1), errors.ArgumentError, ValueError, "max_seconds"),
+    (lambda A, B: fastgemm.set_num_threads(0), errors.ArgumentError, ValueError, "n must be"),
+    (lambda A, B: fastgemm.empty((4, 4), align=24), errors.ArgumentError, ValueError, "align"),
+    (lambda A, B: fastgemm.benchmark("ikj", 2**20, backend="cpu"), errors.OutOfMemoryError, MemoryError,
+     "GiB of memory is available"),
+]
+
+
+@pytest.mark.parametrize("call, cls, builtin, word", REFUSALS, ids=[c[1].__name__ + "-" + c[3] for c in REFUSALS])
+def test_every_refusal_is_a_fastgemm_error_and_the_builtin_class(ab, call, cls, builtin, word):
+    """One `except fastgemm.FastgemmError` catches every refusal, and `except ValueError`
+    (TypeError, MemoryError) still catches the ones users expect under that name."""
+    with pytest.raises(cls) as e:
+        call(*ab)
+    assert isinstance(e.value, errors.FastgemmError) and isinstance(e.value, builtin)
+    assert word in str(e.value), str(e.value)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS caps allocations only on Linux")
+def test_an_allocation_the_core_cannot_make_is_an_out_of_memory_error():
+    """The system's allocator refusing inside the native core (std::bad_alloc) surfaces
+    as OutOfMemoryError, a FastgemmError and a MemoryError. A child process with its
+    address space capped makes the refusal happen; the benchmark's own check of free
+    memory (which reads the machine's, not the cap) lets the problem through."""
+    child = textwrap.dedent("""
+        import re, resource, fastgemm
+        with open("/proc/self/status") as f:
+            mapped = int(re.search(r"VmSize:\\s*(\\d+) kB", f.read()).group(1)) * 1024
+        cap = mapped + (512 << 20)  # the operands need 1.5 GiB (six copies of C at 256 MiB)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        try:
+            fastgemm.benchmark("ikj", 8192, 8192, 1, backend="cpu", warmup=0, iters=1, verify=False)
+            print("RAN")
+        except fastgemm.OutOfMemoryError as e:
+            print("OOM", isinstance(e, MemoryError), isinstance(e, fastgemm.FastgemmError), e)
+    """)
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("OOM True True out of memory"), proc.stdout + proc.stderr[-2000:]

@@ -55,7 +55,8 @@ kernels = [(k.backend, k.name) for b in backends for k in fastgemm.kernels(b)]
 # -ffast-math rungs waive IEEE NaN/Inf semantics (docs/reliability.md): checked on finite data only.
 fast_math = {k.name for b in backends for k in fastgemm.kernels(b)
              if "-ffast-math" in k.flags and "no -ffast-math" not in k.flags}
-ALLOWED = (errors.FastgemmError, TypeError, ValueError, MemoryError, OverflowError)
+# Every refusal is a FastgemmError (each also derives from the built-in class users expect).
+ALLOWED = (errors.FastgemmError,)
 
 def f32(shape):
     return rng.uniform(-1, 1, size=shape).astype(np.float32)
@@ -230,9 +231,9 @@ def test_every_wrong_rank_is_a_shape_error(ab, shape):
 def test_non_array_operands(ab):
     A, B = ab
     for bad in [None, "A", 3, object()]:
-        with pytest.raises((TypeError, ValueError, errors.FastgemmError)):
+        with pytest.raises(errors.FastgemmError):
             fastgemm.sgemm(bad, B)
-    with pytest.raises(TypeError, match="numpy.ndarray"):
+    with pytest.raises(errors.ArgumentTypeError, match="numpy.ndarray"):
         fastgemm.sgemm(A, B, [[0.0] * 4] * 6)
 
 
@@ -298,7 +299,7 @@ def test_errors_carry_actionable_messages(ab):
         (lambda: fastgemm.sgemm(A, B, np.zeros((4, 6), np.float32)), "op(A) @ op(B) is 6x4"),
     ]
     for fn, text in cases:
-        with pytest.raises(errors.FastgemmError if text != "pass C=" else ValueError) as e:
+        with pytest.raises(errors.FastgemmError) as e:
             fn()
         assert text in str(e.value), f"message {str(e.value)!r} lacks {text!r}"
 

@@ -18,12 +18,15 @@ from . import _fastgemm, arguments
 from .api import BenchResult, backends, benchmark, empty, kernels, sgemm, zeros
 from .matmul import matmul
 from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
     BackendUnavailableError,
     ConstraintError,
     DTypeError,
     FastgemmError,
     KernelError,
     NotFoundError,
+    OutOfMemoryError,
     ShapeError,
 )
 from . import autotune as _autotune

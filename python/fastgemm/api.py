@@ -14,7 +14,8 @@ from typing import List, Optional
 import numpy as np
 
 from . import _fastgemm, arguments
-from .errors import ConstraintError, DTypeError, ShapeError, NotFoundError
+from .errors import (ArgumentError, ArgumentTypeError, ConstraintError, DTypeError, NotFoundError,
+                     OutOfMemoryError, ShapeError)
 
 __all__ = ["sgemm", "backends", "kernels", "benchmark", "BenchResult", "empty", "zeros"]
 
@@ -74,7 +75,7 @@ def _aligned_copy(x: np.ndarray, name: str) -> np.ndarray:
     need = x.size * _ITEM
     available = _fastgemm.available_memory_bytes()
     if available and need > available:
-        raise MemoryError(f"{name} (shape {x.shape}, strides {x.strides}) cannot be read in place and its "
+        raise OutOfMemoryError(f"{name} (shape {x.shape}, strides {x.strides}) cannot be read in place and its "
                           f"copy needs {need / 2**30:.2f} GiB, but only {available / 2**30:.2f} GiB of memory "
                           f"is available")
     return np.array(x, dtype=np.float32, order="C", copy=True)
@@ -199,14 +200,14 @@ def _sgemm_general(A, B, C, alpha, beta, trans_a, trans_b, kernel, backend, prec
         )
     if C is None:
         if beta != 0.0:
-            raise ValueError("beta != 0 reads C, but no C was given: pass C=, or use beta=0")
+            raise ArgumentError("beta != 0 reads C, but no C was given: pass C=, or use beta=0")
         C = np.empty((M, N), dtype=np.float32)
         out = C
     else:
         if isinstance(C, np.ma.MaskedArray):
-            raise TypeError("C is a masked array; fastgemm would ignore its mask: pass a plain ndarray")
+            raise ArgumentTypeError("C is a masked array; fastgemm would ignore its mask: pass a plain ndarray")
         if not isinstance(C, np.ndarray):
-            raise TypeError(f"C must be a numpy.ndarray (written in place), got {type(C).__name__}")
+            raise ArgumentTypeError(f"C must be a numpy.ndarray (written in place), got {type(C).__name__}")
         if C.dtype != np.float32:
             raise DTypeError(f"C has dtype {C.dtype}; it must be float32 since it is written in place")
         if C.ndim != 2 or C.shape != (M, N):
@@ -318,7 +319,7 @@ def empty(shape, *, align: int = 16384) -> np.ndarray:
     shape = tuple(arguments.integer(d, "shape", 0, arguments.INT64_MAX) for d in dims)
     align = arguments.integer(align, "align", 4, 1 << 30)
     if align & (align - 1):
-        raise ValueError(f"align must be a power of two (bytes), got {align}")
+        raise ArgumentError(f"align must be a power of two (bytes), got {align}")
     count = int(np.prod(shape)) if shape else 1
     raw = np.empty(count * _ITEM + align, dtype=np.uint8)
     start = (-raw.ctypes.data) % align
@@ -522,9 +523,9 @@ def benchmark(kernel, M, N=None, K=None, *, backend=None, warmup=3, iters=10, ve
     alpha = arguments.scalar32(alpha, "alpha")
     beta = arguments.scalar32(beta, "beta")
     if bench is not None and not isinstance(bench, _fastgemm.Bench):
-        raise TypeError(f"bench must be a fastgemm._fastgemm.Bench (or None), got {type(bench).__name__}")
+        raise ArgumentTypeError(f"bench must be a fastgemm._fastgemm.Bench (or None), got {type(bench).__name__}")
     if baseline is not None and not isinstance(baseline, (bool, str)):
-        raise TypeError(f"baseline must be a kernel name, True or None, got {type(baseline).__name__}")
+        raise ArgumentTypeError(f"baseline must be a kernel name, True or None, got {type(baseline).__name__}")
     be = _resolve_backend_for(kernel, backend)
     if baseline is True or baseline == "auto":
         baseline = default_baseline(be)

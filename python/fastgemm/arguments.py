@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from . import _fastgemm
-from .errors import DTypeError, ShapeError
+from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 
 PRECISIONS = ("fp32", "strict", "tf32")
 MAX_THREADS = _fastgemm.max_threads
@@ -33,17 +33,17 @@ def flag(value, name: str) -> bool:
         return bool(value)
     if isinstance(value, numbers.Integral) and value in (0, 1):
         return bool(value)
-    raise TypeError(f"{name} must be True or False, got {value!r} "
+    raise ArgumentTypeError(f"{name} must be True or False, got {value!r} "
                     f"(BLAS-style 'N'/'T' strings are not accepted)")
 
 
 def real(value, name: str) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be a real number, got {type(value).__name__}")
     try:
         return float(value)
     except OverflowError:
-        raise ValueError(f"{name} is too large for a floating-point number: {value!r}") from None
+        raise ArgumentError(f"{name} is too large for a floating-point number: {value!r}") from None
 
 
 def scalar32(value, name: str) -> float:
@@ -55,17 +55,17 @@ def scalar32(value, name: str) -> float:
     with np.errstate(over="ignore", under="ignore"):
         as32 = float(np.float32(v))
     if math.isfinite(v) and (math.isinf(as32) or (as32 == 0.0 and v != 0.0)):
-        raise ValueError(f"{name} = {v!r} is outside float32's range, which SGEMM computes in")
+        raise ArgumentError(f"{name} = {v!r} is outside float32's range, which SGEMM computes in")
     return v
 
 
 def integer(value, name: str, low: int = 0, high: int = INT64_MAX) -> int:
     """An int (or numpy integer) in [low, high]."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
     if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+        raise ArgumentError(f"{name} must be between {low} and {high}, got {value}")
     return value
 
 
@@ -73,32 +73,32 @@ def seconds(value, name: str) -> float:
     """A finite number of seconds >= 0 (0 meaning "no cap" where the caller says so)."""
     v = real(value, name)
     if not (v >= 0 and math.isfinite(v)):
-        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v}")
+        raise ArgumentError(f"{name} must be a finite number of seconds >= 0, got {v}")
     return v
 
 
 def name(value, what: str) -> str:
     """A kernel or backend name: non-empty text, without NUL, encodable as UTF-8."""
     if not isinstance(value, str):
-        raise TypeError(f"{what} must be a name (str), got {type(value).__name__}; "
+        raise ArgumentTypeError(f"{what} must be a name (str), got {type(value).__name__}; "
                         f"see fastgemm.kernels() and fastgemm.backends()")
     if not value:
-        raise ValueError(f"{what} must not be empty (use \"auto\" to let fastgemm choose)")
+        raise ArgumentError(f"{what} must not be empty (use \"auto\" to let fastgemm choose)")
     if "\0" in value:
-        raise ValueError(f"{what} {value!r} contains a NUL character")
+        raise ArgumentError(f"{what} {value!r} contains a NUL character")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError(f"{what} {value!r} is not valid text (unpaired surrogate)") from None
+        raise ArgumentError(f"{what} {value!r} is not valid text (unpaired surrogate)") from None
     return value
 
 
 def precision(value) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"precision must be a name (str), one of {', '.join(map(repr, PRECISIONS))}; "
+        raise ArgumentTypeError(f"precision must be a name (str), one of {', '.join(map(repr, PRECISIONS))}; "
                         f"got {type(value).__name__}")
     if value not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {value!r}")
+        raise ArgumentError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {value!r}")
     return value
 
 
@@ -108,15 +108,15 @@ def array(x, what: str) -> np.ndarray:
     converted to float32 as numpy would convert them. Masked arrays are refused: their
     mask would be ignored."""
     if isinstance(x, np.ma.MaskedArray):
-        raise TypeError(f"{what} is a masked array; fastgemm would ignore its mask: "
+        raise ArgumentTypeError(f"{what} is a masked array; fastgemm would ignore its mask: "
                         f"pass {what}.filled(value) or {what}.data")
     if x is None:
-        raise TypeError(f"{what} must be an array, got None")
+        raise ArgumentTypeError(f"{what} must be an array, got None")
     if not isinstance(x, np.ndarray):
         try:
             x = np.asarray(x, dtype=np.float32)
         except (TypeError, ValueError) as e:
-            raise TypeError(f"{what} cannot be read as a float32 array: {e}") from None
+            raise ArgumentTypeError(f"{what} cannot be read as a float32 array: {e}") from None
     if x.dtype != np.float32:
         raise DTypeError(f"{what} has dtype {x.dtype}; fastgemm computes in float32 only: "
                          f"pass {what}.astype(numpy.float32)")
@@ -156,7 +156,7 @@ def env_threads(var: str = "FASTGEMM_NUM_THREADS"):
         # The core's rule exactly: ASCII digits only (int() would also take spaces,
         # underscores and other scripts' digits, which the core ignores).
         if not (raw.isascii() and raw.isdigit()):
-            raise ValueError(raw)
+            raise ArgumentError(raw)
         return integer(int(raw), var, 1, MAX_THREADS)
     except (TypeError, ValueError):
         warnings.warn(f"fastgemm: ignored {var}={raw!r} (expected an integer between 1 and {MAX_THREADS})",

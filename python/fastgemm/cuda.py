@@ -19,7 +19,8 @@ import glob
 import os
 
 from . import _fastgemm, arguments
-from .errors import BackendUnavailableError, DTypeError, NotFoundError, ShapeError
+from .errors import (ArgumentError, ArgumentTypeError, BackendUnavailableError, DTypeError, NotFoundError,
+                     ShapeError)
 
 __all__ = ["sgemm", "configure_cublas", "is_device_array"]
 
@@ -272,12 +273,12 @@ def check_request(precision, backend, operands) -> None:
         raise NotFoundError(f"unknown precision '{precision}'; accepted: fp32 (FP32-accurate, the default), "
                             f"strict (every product and sum in FP32), tf32 (relaxed inputs allowed)")
     if backend not in ("auto", "cuda"):
-        raise ValueError(f"device arrays run on the cuda backend, not '{backend}'")
+        raise ArgumentError(f"device arrays run on the cuda backend, not '{backend}'")
     if not getattr(_fastgemm, "built_with_cuda", False):
         raise BackendUnavailableError("fastgemm was built without the cuda backend (no nvcc at build time)")
     for name, x in operands:
         if x is not None and not is_device_array(x):
-            raise TypeError(f"{name} is a host array while another operand is on the GPU: "
+            raise ArgumentTypeError(f"{name} is a host array while another operand is on the GPU: "
                             f"pass all operands on the same device (or all as numpy arrays)")
 
 
@@ -294,7 +295,7 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, ke
     trans_a, trans_b = bool(trans_a), bool(trans_b)
     a, b = _View(A, "A"), _View(B, "B")
     if a.device >= 0 and b.device >= 0 and a.device != b.device:
-        raise ValueError(f"A is on cuda:{a.device} and B on cuda:{b.device}; put them on one device")
+        raise ArgumentError(f"A is on cuda:{a.device} and B on cuda:{b.device}; put them on one device")
     lda, ta, _ = a.row_major(trans_a)
     if lda is None:
         a = _View(_contiguous(A), "A")
@@ -309,7 +310,7 @@ def sgemm(A, B, C=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, ke
         raise ShapeError(f"inner dimensions differ: op(A) is {M}x{K} but op(B) is {Kb}x{N}")
     if C is None:
         if beta != 0.0:
-            raise ValueError("beta != 0 reads C, but no C was given: pass C=, or use beta=0")
+            raise ArgumentError("beta != 0 reads C, but no C was given: pass C=, or use beta=0")
         C = _new_like(a, M, N)
     c = _View(C, "C")
     if c.shape != (M, N):

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _fastgemm
 from .cuda import _View, _contiguous, _new_like, _row_major, _stream_of, check_request
-from .errors import ShapeError
+from .errors import ArgumentError, ShapeError
 from .matmul_shapes import product_shapes
 
 __all__ = ["matmul"]
@@ -39,7 +39,7 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
     va, vb = _View(a, "a", stack=True), _View(b, "b", stack=True)
     batch, M, N, K, shape = product_shapes(va.shape, vb.shape)
     if va.device >= 0 and vb.device >= 0 and va.device != vb.device:
-        raise ValueError(f"a is on cuda:{va.device} and b on cuda:{vb.device}; put them on one device")
+        raise ArgumentError(f"a is on cuda:{va.device} and b on cuda:{vb.device}; put them on one device")
     a_vec, b_vec = len(va.shape) == 1, len(vb.shape) == 1
     a_shape, a_str = _with_matrix_axes(va, a_vec, False)
     b_shape, b_str = _with_matrix_axes(vb, False, b_vec)

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import FastgemmError, KernelError, NotFoundError
+from .errors import ArgumentError, ArgumentTypeError, FastgemmError, KernelError, NotFoundError
 
 __all__ = ["run", "compile", "EmuCompileError", "EmuRefusedError", "EmuModule", "Texture",
            "ArgumentBuffer",
@@ -227,12 +227,12 @@ class Texture:
     def __init__(self, data, kind: str = "2d"):
         import numpy as np
         if kind not in _TEXTURE_KINDS:
-            raise ValueError(f"kind must be one of {sorted(_TEXTURE_KINDS)}, got {kind!r}")
+            raise ArgumentError(f"kind must be one of {sorted(_TEXTURE_KINDS)}, got {kind!r}")
         arr = np.asarray(data)
         if arr.dtype.name not in _TEXTURE_FORMATS:
-            raise ValueError(f"texture dtype {arr.dtype} is not one of {sorted(_TEXTURE_FORMATS)}")
+            raise ArgumentError(f"texture dtype {arr.dtype} is not one of {sorted(_TEXTURE_FORMATS)}")
         if not arr.flags.c_contiguous:
-            raise ValueError("texture data must be C-contiguous")
+            raise ArgumentError("texture data must be C-contiguous")
         dims, arrayed = _TEXTURE_KINDS[kind]
         base = dims + (1 if arrayed else 0)
         if arr.ndim == base + 1:
@@ -241,16 +241,16 @@ class Texture:
         elif arr.ndim == base:
             channels, shape = 1, arr.shape
         else:
-            raise ValueError(f"a {kind} texture needs {base} or {base + 1} axes, got shape {arr.shape}")
+            raise ArgumentError(f"a {kind} texture needs {base} or {base + 1} axes, got shape {arr.shape}")
         if not 1 <= channels <= 4:
-            raise ValueError(f"textures have 1-4 channels, got {channels}")
+            raise ArgumentError(f"textures have 1-4 channels, got {channels}")
         slices = shape[0] if arrayed else 1
         rest = shape[1:] if arrayed else shape
         width = rest[-1]
         height = rest[-2] if dims >= 2 else 1
         depth = rest[-3] if dims >= 3 else 1
         if kind == "cube" and slices != 6:
-            raise ValueError(f"a cube texture has 6 faces, got {slices}")
+            raise ArgumentError(f"a cube texture has 6 faces, got {slices}")
         self.data = data if isinstance(data, np.ndarray) else arr
         self.desc = [int(width), int(height), int(depth), int(slices), int(channels),
                      _TEXTURE_FORMATS[arr.dtype.name]]
@@ -275,14 +275,14 @@ class ArgumentBuffer:
 
     def __init__(self, members: Mapping[int, object]):
         if not isinstance(members, Mapping):
-            raise TypeError(f"ArgumentBuffer members must be a dict from [[id(n)]] to an "
+            raise ArgumentTypeError(f"ArgumentBuffer members must be a dict from [[id(n)]] to an "
                             f"object, got {type(members).__name__}")
         self.members = {}
         for k, obj in members.items():
             if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 1 << 16:
-                raise ValueError(f"ArgumentBuffer id must be an int in 0..65535, got {k!r}")
+                raise ArgumentError(f"ArgumentBuffer id must be an int in 0..65535, got {k!r}")
             if isinstance(obj, ArgumentBuffer):
-                raise TypeError(f"ArgumentBuffer id {k}: unsupported: an argument buffer "
+                raise ArgumentTypeError(f"ArgumentBuffer id {k}: unsupported: an argument buffer "
                                 "inside an argument buffer")
             if obj is not None and not isinstance(obj, Texture):
                 _bytes_view(obj, f"ArgumentBuffer id {k}")  # bytes-like and C-contiguous
@@ -328,28 +328,28 @@ class EmuModule:
             constants=None, threadgroup_memory=None, strict=False, order="natural", seed=1,
             os_threads=0, stack_kb=None, time_limit=DEFAULT_TIME_LIMIT_S, textures=None):
         if not isinstance(kernel, str) or not kernel:
-            raise TypeError("kernel must be a non-empty string (a function name or host_name)")
+            raise ArgumentTypeError("kernel must be a non-empty string (a function name or host_name)")
         if "\0" in kernel or not kernel.isprintable():
-            raise ValueError(f"kernel {kernel!r} is not a function name (control characters)")
+            raise ArgumentError(f"kernel {kernel!r} is not a function name (control characters)")
         groups = _size3(threadgroups, "threadgroups")
         tpg = _size3(threads_per_threadgroup, "threads_per_threadgroup")
         if order not in _ORDERS:
-            raise ValueError(f"order must be one of {sorted(_ORDERS)}, got {order!r}")
+            raise ArgumentError(f"order must be one of {sorted(_ORDERS)}, got {order!r}")
         if not isinstance(os_threads, int) or isinstance(os_threads, bool) or \
                 not 0 <= os_threads <= _MAX_OS_THREADS:
-            raise ValueError(f"os_threads must be 0 (automatic) or 1..{_MAX_OS_THREADS}, "
+            raise ArgumentError(f"os_threads must be 0 (automatic) or 1..{_MAX_OS_THREADS}, "
                              f"got {os_threads!r}")
         if stack_kb is not None and (not isinstance(stack_kb, int) or isinstance(stack_kb, bool)
                                      or not _STACK_KB_RANGE[0] <= stack_kb <= _STACK_KB_RANGE[1]):
-            raise ValueError(f"stack_kb must be None or an int in {_STACK_KB_RANGE[0]}.."
+            raise ArgumentError(f"stack_kb must be None or an int in {_STACK_KB_RANGE[0]}.."
                              f"{_STACK_KB_RANGE[1]}, got {stack_kb!r}")
         if time_limit is not None and (isinstance(time_limit, bool) or
                                        not isinstance(time_limit, (int, float)) or
                                        not time_limit > 0):
-            raise ValueError(f"time_limit must be None or a positive number of seconds, "
+            raise ArgumentError(f"time_limit must be None or a positive number of seconds, "
                              f"got {time_limit!r}")
         if not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
-            raise ValueError(f"seed must be an int in 0..2**64-1, got {seed!r}")
+            raise ArgumentError(f"seed must be an int in 0..2**64-1, got {seed!r}")
         views, argbufs = _buffer_views(buffers)
         texs = []
         for i, t in enumerate(_index_list(textures or [], "textures")):
@@ -362,7 +362,7 @@ class EmuModule:
         tg_lens = []
         for i, x in enumerate(tg):
             if x is not None and (not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _MAX_TG_MEMORY):
-                raise ValueError(f"threadgroup_memory[{i}] must be a byte count in 0..{_MAX_TG_MEMORY} "
+                raise ArgumentError(f"threadgroup_memory[{i}] must be a byte count in 0..{_MAX_TG_MEMORY} "
                                  f"(Apple GPUs have 32 KiB), got {x!r}")
             tg_lens.append(int(x or 0))
         fcs = []
@@ -389,7 +389,7 @@ class EmuModule:
         if ans["rc"] == 2:
             raise NotFoundError(ans["text"])
         if ans["rc"] == 4:
-            raise ValueError(f"metal-emu: {what}: {ans['text']}")
+            raise ArgumentError(f"metal-emu: {what}: {ans['text']}")
         if ans["rc"] != 0:
             raise KernelError("metal-emu: " + ans["text"])
 
@@ -789,10 +789,10 @@ def _bytes_view(obj, what: str) -> Optional[memoryview]:
     try:
         mv = memoryview(obj)
     except TypeError:
-        raise TypeError(f"{what}: {type(obj).__name__} is not bytes-like (use a numpy "
+        raise ArgumentTypeError(f"{what}: {type(obj).__name__} is not bytes-like (use a numpy "
                         "array, bytes, bytearray or e.g. np.uint32(n))") from None
     if not mv.c_contiguous:
-        raise ValueError(f"{what}: the object must be C-contiguous")
+        raise ArgumentError(f"{what}: the object must be C-contiguous")
     raw = mv.cast("B") if (mv.ndim != 1 or mv.format != "B") and mv.nbytes else mv
     return raw if raw.nbytes else None
 
@@ -912,7 +912,7 @@ def _read_source(src) -> Tuple[str, str, Path]:
     if isinstance(src, os.PathLike):
         return _read_path(src)
     if not isinstance(src, str):
-        raise TypeError("source_or_path must be MSL text or a path")
+        raise ArgumentTypeError("source_or_path must be MSL text or a path")
     return src, "<source>", Path.cwd()
 
 
@@ -926,7 +926,7 @@ def _read_path(src) -> Tuple[str, str, Path]:
     try:
         return p.read_text(encoding="utf-8"), str(p), p.parent
     except UnicodeDecodeError as e:
-        raise ValueError(f"source {p} is not UTF-8 text (byte {e.start}): not an MSL source") from None
+        raise ArgumentError(f"source {p} is not UTF-8 text (byte {e.start}): not an MSL source") from None
 
 
 def _size3(v, what) -> Tuple[int, int, int]:
@@ -934,9 +934,9 @@ def _size3(v, what) -> Tuple[int, int, int]:
         if isinstance(v, (tuple, list)) else None
     if t is None or not 1 <= len(t) <= 3 or \
             not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
-        raise ValueError(f"{what} must be an int or a tuple of 1-3 ints, got {v!r}")
+        raise ArgumentError(f"{what} must be an int or a tuple of 1-3 ints, got {v!r}")
     if any(x < 0 or x >= 2 ** 32 for x in t):
-        raise ValueError(f"{what} out of range (each size in 0..2**32-1): {v!r}")
+        raise ArgumentError(f"{what} out of range (each size in 0..2**32-1): {v!r}")
     return tuple(t) + (1,) * (3 - len(t))
 
 
@@ -951,13 +951,13 @@ def _index_list(v, what) -> list:
             return []
         for k in v:
             if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 1 << 16:
-                raise ValueError(f"{what} index must be an int in 0..65535, got {k!r}")
+                raise ArgumentError(f"{what} index must be an int in 0..65535, got {k!r}")
         out = [None] * (max(v) + 1)
         for k, x in v.items():
             out[k] = x
         return out
     if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
-        raise TypeError(f"{what} must be a list or a dict from index to value, got {type(v).__name__}")
+        raise ArgumentTypeError(f"{what} must be a list or a dict from index to value, got {type(v).__name__}")
     return list(v)
 
 
@@ -973,7 +973,7 @@ def _constant_bytes(value, size: int) -> bytes:
     else:
         raw = memoryview(value).tobytes()
     if len(raw) != size:
-        raise ValueError(f"function constant value has {len(raw)} bytes, the declaration {size}")
+        raise ArgumentError(f"function constant value has {len(raw)} bytes, the declaration {size}")
     return raw
 
 
@@ -1031,7 +1031,7 @@ def _parse_buffer(spec: str):
     elif init == "rand":
         a = rng.uniform(-1, 1, count).astype(dtype)
     else:
-        raise ValueError(f"unknown init {init!r}")
+        raise ArgumentError(f"unknown init {init!r}")
     return int(idx), a
 
 

@@ -37,6 +37,21 @@ class KernelError(FastgemmError, RuntimeError):
     """A kernel failed on its device, or was interrupted."""
 
 
+class ArgumentError(FastgemmError, ValueError):
+    """An argument other than an operand has a value out of its range, or one that
+    contradicts another argument (``beta != 0`` without ``C``, ``iters=0``)."""
+
+
+class ArgumentTypeError(FastgemmError, TypeError):
+    """An argument other than an operand's element type is of the wrong kind (a string
+    where a flag belongs, a list where an array written in place belongs)."""
+
+
+class OutOfMemoryError(FastgemmError, MemoryError):
+    """The request needs more host or device memory than is available; the message
+    gives both amounts where they are known."""
+
+
 __all__ = [
     "FastgemmError",
     "ShapeError",
@@ -45,4 +60,7 @@ __all__ = [
     "NotFoundError",
     "BackendUnavailableError",
     "KernelError",
+    "ArgumentError",
+    "ArgumentTypeError",
+    "OutOfMemoryError",
 ]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import arguments
-from .errors import DTypeError, ShapeError
+from .errors import ArgumentTypeError, DTypeError, ShapeError
 from .matmul_shapes import product_shapes
 
 __all__ = ["matmul"]
@@ -46,7 +46,7 @@ def matmul(a, b, out=None, *, kernel="auto", backend="auto", precision="fp32"):
         result = np.empty(shape, dtype=np.float32)
     else:
         if isinstance(out, np.ma.MaskedArray) or not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+            raise ArgumentTypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
         if out.dtype != np.float32:
             raise DTypeError(f"out has dtype {out.dtype}; it must be float32 since it is written in place")
         if out.shape != shape:

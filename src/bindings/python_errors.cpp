@@ -36,8 +36,16 @@ bool translate(std::exception_ptr e) {
         raise("BackendUnavailableError", x);
     } catch (const KernelError& x) {
         raise("KernelError", x);
+    } catch (const ArgumentError& x) {
+        raise("ArgumentError", x);
+    } catch (const OutOfMemoryError& x) {
+        raise("OutOfMemoryError", x);
     } catch (const Error& x) {
         raise("FastgemmError", x);
+    } catch (const std::bad_alloc& x) {  // an allocation the system refused inside the core
+        py::object errors = py::module_::import("fastgemm.errors");
+        PyErr_SetString(errors.attr("OutOfMemoryError").ptr(),
+                        (std::string("out of memory: ") + x.what() + " in fastgemm's native core").c_str());
     } catch (...) {
         return false;
     }
@@ -58,8 +66,6 @@ void* set_python_error(std::exception_ptr e) {
         std::rethrow_exception(e);
     } catch (py::error_already_set& x) {
         x.restore();
-    } catch (const std::bad_alloc& x) {
-        PyErr_SetString(PyExc_MemoryError, x.what());
     } catch (const std::invalid_argument& x) {
         PyErr_SetString(PyExc_ValueError, x.what());
     } catch (const std::exception& x) {

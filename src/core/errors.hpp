@@ -35,5 +35,16 @@ struct BackendUnavailableError : Error {
 struct KernelError : Error {
     using Error::Error;
 };
+// An option other than the problem is out of its range (iters < 1, say).  (Python: ValueError)
+struct ArgumentError : Error {
+    using Error::Error;
+};
+// The request needs more host or device memory than is available.  (Python: MemoryError)
+// It derives from Error, not std::bad_alloc: one `catch (const fastgemm::Error&)` then
+// sees every refusal of fastgemm's own, and a class deriving from both would make
+// `catch (const std::exception&)` miss it (two std::exception bases are ambiguous).
+struct OutOfMemoryError : Error {
+    using Error::Error;
+};
 
 }  // namespace fastgemm

@@ -67,16 +67,6 @@ std::vector<int64_t> choose_reference_rows(const Problem& p) {
     return rows;
 }
 
-// std::bad_alloc with a message (pybind11 turns it into MemoryError with that text).
-class OutOfMemory : public std::bad_alloc {
-public:
-    explicit OutOfMemory(std::string what) : what_(std::move(what)) {}
-    const char* what() const noexcept override { return what_.c_str(); }
-
-private:
-    std::string what_;
-};
-
 }  // namespace
 
 double available_memory_bytes() {
@@ -117,7 +107,7 @@ void check_memory_for(const Problem& p) {
                       "benchmark of %s needs %.2f GiB for its operands, but only %.2f GiB of memory "
                       "is available; use a smaller problem",
                       p.describe().c_str(), bytes / double(1ull << 30), available / double(1ull << 30));
-        throw OutOfMemory(msg);
+        throw OutOfMemoryError(msg);
     }
 }
 

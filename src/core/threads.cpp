@@ -1,4 +1,6 @@
 #include "threads.hpp"
+
+#include "errors.hpp"
 #include <chrono>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -244,8 +246,8 @@ int get_num_threads() { return thread_setting().load(); }
 
 void set_num_threads(int n) {
     if (n < 1 || n > kMaxThreads)
-        throw std::invalid_argument("thread count must be between 1 and " + std::to_string(kMaxThreads) + ", got " +
-                                    std::to_string(n));
+        throw ArgumentError("thread count must be between 1 and " + std::to_string(kMaxThreads) + ", got " +
+                            std::to_string(n));
     thread_setting().store(n);
 }
 

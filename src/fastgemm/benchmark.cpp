@@ -58,7 +58,7 @@ BaselineComparison::BaselineComparison(Bench& bench, const Kernel* baseline, Ben
                                        MeasurementPolicy policy)
     : bench_(bench), base_(baseline), opts_(std::move(options)), policy_(policy) {
     if (opts_.iters < 1 || opts_.warmup < 0) {
-        throw ShapeError("benchmark needs iters >= 1 and warmup >= 0, got iters=" + std::to_string(opts_.iters) +
+        throw ArgumentError("benchmark needs iters >= 1 and warmup >= 0, got iters=" + std::to_string(opts_.iters) +
                          ", warmup=" + std::to_string(opts_.warmup));
     }
     if (!base_) return;
@@ -193,7 +193,7 @@ Timings benchmark_on(Bench& bench, const Kernel& kernel, const Kernel* baseline,
 Timings Context::benchmark(const std::string& kernel, int64_t M, int64_t N, int64_t K,
                            const BenchmarkOptions& o) const {
     if (o.iters < 1 || o.warmup < 0) {
-        throw ShapeError("benchmark needs iters >= 1 and warmup >= 0, got iters=" + std::to_string(o.iters) +
+        throw ArgumentError("benchmark needs iters >= 1 and warmup >= 0, got iters=" + std::to_string(o.iters) +
                          ", warmup=" + std::to_string(o.warmup));
     }
     Problem p = Problem::dense(M, N, K, o.trans_a, o.trans_b, o.alpha, o.beta);

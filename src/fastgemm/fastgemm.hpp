@@ -18,7 +18,8 @@
 //   NotFoundError            no backend or kernel of that name
 //   BackendUnavailableError  the backend exists but cannot run on this machine
 //   KernelError              a device reported an error, or a run was interrupted
-// set_num_threads throws std::invalid_argument for n < 1.
+//   ArgumentError            an option out of its range (iters < 1, a thread count < 1)
+//   OutOfMemoryError         the request needs more host or device memory than is free
 //
 // Thread safety: see context.hpp. A Context may be shared by any number of threads.
 #pragma once

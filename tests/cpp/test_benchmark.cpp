@@ -51,6 +51,14 @@ int main() {
     test::expect_throw<NotFoundError>([&] { ctx.benchmark("no_such_kernel", 8, 8, 8); }, "unknown kernel");
     BenchmarkOptions bad;
     bad.iters = 0;
-    test::expect_throw<ShapeError>([&] { ctx.benchmark("auto", 8, 8, 8, bad); }, "iters = 0");
+    std::string msg = test::expect_throw<ArgumentError>([&] { ctx.benchmark("auto", 8, 8, 8, bad); }, "iters = 0");
+    CHECK(msg.find("iters=0") != std::string::npos, msg);
+
+    // A benchmark whose operands cannot fit is refused before any allocation, with a
+    // class that one catch of fastgemm::Error sees (std::bad_alloc would slip past it).
+    msg = test::expect_throw<OutOfMemoryError>([&] { ctx.benchmark("ijk", 1 << 20, 1 << 20, 1 << 20); },
+                                               "operands of 12 TiB");
+    CHECK(msg.find("GiB of memory is available") != std::string::npos, msg);
+    test::expect_throw<Error>([&] { ctx.benchmark("ijk", 1 << 20, 1 << 20, 1 << 20); }, "as a fastgemm::Error");
     return test::finish("test_benchmark");
 }

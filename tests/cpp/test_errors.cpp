@@ -89,6 +89,7 @@ int main() {
 
     // Every error is a fastgemm::Error, hence a std::runtime_error.
     test::expect_throw<Error>([&] { call(4, 4, 4, 4, 4, 4, "no_such_kernel"); }, "base class");
-    test::expect_throw<std::invalid_argument>([] { set_num_threads(0); }, "set_num_threads(0)");
+    msg = test::expect_throw<ArgumentError>([] { set_num_threads(0); }, "set_num_threads(0)");
+    CHECK(msg.find("thread count") != std::string::npos, msg);
     return test::finish("test_errors");
 }

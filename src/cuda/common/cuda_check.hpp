@@ -11,10 +11,13 @@
 namespace fastgemm {
 namespace cuda {
 
+// An allocation the device cannot hold is the caller's to size down, not a fault of a
+// kernel, so it becomes OutOfMemoryError (the runtime stays usable after it).
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* what, const char* file, int line) {
-    throw KernelError(std::string("CUDA error ") + cudaGetErrorName(err) + " (" +
-                      cudaGetErrorString(err) + ") in " + what + " at " + file + ":" +
-                      std::to_string(line));
+    std::string msg = std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
+                      ") in " + what + " at " + file + ":" + std::to_string(line);
+    if (err == cudaErrorMemoryAllocation) throw OutOfMemoryError(msg);
+    throw KernelError(msg);
 }
 
 }  // namespace cuda
