@@ -252,3 +252,28 @@ def test_accepts_refuses_a_problem_that_cannot_exist():
         k.accepts(-1, 2, 3)
     with pytest.raises(ValueError):
         k.check(2, -2, 3)
+
+
+IEEE_SCALARS = [(float("nan"), 0.0), (float("inf"), 1.0), (1.0, float("-inf")), (3e38, 0.0)]
+
+
+@pytest.mark.parametrize("alpha, beta", IEEE_SCALARS, ids=["alpha-nan", "alpha-inf", "beta-minus-inf", "overflow"])
+def test_benchmark_verifies_ieee_results_by_ieee_rules(alpha, beta):
+    """A NaN or infinite alpha or beta, or a product past float32's range, gives a
+    non-finite C that IEEE prescribes: the benchmark checks those elements by IEEE's
+    rules and passes every kernel that keeps them (the -ffast-math rungs waive them)."""
+    for k in fastgemm.kernels("cpu"):
+        if "-ffast-math" in k.flags and "no -ffast-math" not in k.flags:
+            continue
+        trans_b = not k.accepts(17, 13, 9) and k.accepts(17, 13, 9, trans_b=True)
+        if not k.accepts(17, 13, 9, trans_b=trans_b):
+            continue
+        r = fastgemm.benchmark(k.name, 17, 13, 9, backend="cpu", alpha=alpha, beta=beta, trans_b=trans_b,
+                               warmup=0, iters=1)
+        assert r.passed, (k.name, r.rel_err, r.ieee_elements)
+        assert r.ieee_elements > 0 and r.to_dict()["ieee_elements"] == r.ieee_elements
+
+
+def test_benchmark_with_an_ordinary_alpha_checks_every_element_by_tolerance():
+    r = fastgemm.benchmark("ikj", 17, 13, 9, backend="cpu", alpha=2.0, beta=-1.0, warmup=0, iters=1)
+    assert r.passed and r.ieee_elements == 0

@@ -377,6 +377,9 @@ class BenchResult:
     kernel_check_times: List[float] = field(default_factory=list)  # then this kernel re-timed
     others_runnable: Optional[List[int]] = None  # other processes' runnable threads before, after
     interleaved: Optional[dict] = None  # the ABAB re-measure: baseline_s, kernel_s, ratio, spread
+    # Checked elements outside float32's ordinary range (alpha or beta NaN or Inf, or an
+    # overflow), held to IEEE rules instead of the tolerance; rel_err covers the others.
+    ieee_elements: Optional[int] = None
 
     @property
     def flops(self) -> float:
@@ -433,6 +436,7 @@ class BenchResult:
             rel_err=v.rel_err if r.verified else None,
             tolerance=v.tolerance if r.verified else None,
             checksum=v.checksum, truncated=r.truncated, precision=precision,
+            ieee_elements=v.ieee_elements if r.verified else None,
         )
 
     @classmethod
@@ -468,7 +472,7 @@ class BenchResult:
             "max_abs_diff", "rel_err", "tolerance", "checksum", "truncated", "baseline", "ratio",
             "diff_vs_baseline", "device_times", "host_times", "prep_times", "flags", "ratio_trusted",
             "block_ratio", "baseline_drift", "baseline_check_times", "kernel_drift", "kernel_check_times",
-            "others_runnable", "interleaved")}
+            "others_runnable", "interleaved", "ieee_elements")}
         d.update(device_median=self.device_median, device_min=self.device_min, device_spread=self.device_spread,
                  host_median=self.host_median, host_min=self.host_min, host_spread=self.host_spread,
                  gflops=self.gflops)

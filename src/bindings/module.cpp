@@ -169,6 +169,9 @@ PYBIND11_MODULE(_fastgemm, m) {
         .def_readonly("checksum", &Verification::checksum)
         .def_readonly("rows_checked", &Verification::rows_checked)
         .def_readonly("all_finite", &Verification::all_finite)
+        .def_readonly("unwritten", &Verification::unwritten)
+        .def_readonly("ieee_elements", &Verification::ieee_elements)
+        .def_readonly("ieee_mismatches", &Verification::ieee_mismatches)
         .def_readonly("passed", &Verification::passed);
 
     py::class_<BenchResult>(m, "NativeBenchResult")

@@ -23,7 +23,17 @@ struct Verification {
     double tolerance = 0.0;     // for rel_err, from the precision class and K
     double checksum = 0.0;      // sum of a fixed sample of C (a smoke alarm, not a proof)
     int64_t rows_checked = 0;   // == M unless the reference was sampled
-    bool all_finite = true;     // no NaN left from the poisoned output
+    bool all_finite = true;     // every element of C is a finite number
+    // Elements left holding the poison (a NaN of a payload no arithmetic produces, written
+    // over C where beta == 0): never written by the kernel. Any one fails the check.
+    int64_t unwritten = 0;
+    // Elements whose exact value is not a finite float32 (alpha or beta NaN or Inf, or an
+    // overflow), or whose partial sums may overflow in some summation order. They are
+    // checked by IEEE rules instead of the tolerance: NaN where the reference is NaN; NaN
+    // or that infinity where it is infinite; any non-finite value or one within tolerance
+    // where only the partial sums may overflow. rel_err covers the other elements.
+    int64_t ieee_elements = 0;
+    int64_t ieee_mismatches = 0;  // of those, elements breaking the rules above
     bool passed = false;
 };
 
@@ -93,12 +103,13 @@ public:
     // Output of the latest run() (or verify()) of each kernel, for cross-kernel diffs.
     const std::vector<float>& last_output() const { return out_; }
 
-    // Poisons C (NaN where beta == 0), runs once, compares with the reference.
+    // Poisons C (where beta == 0), runs once, compares with the reference.
     Verification verify(const Kernel& kernel);
     // Verifies (unless opts.verify is false), then warm-up and timed iterations.
     BenchResult run(const Kernel& kernel, const BenchOptions& opts);
 
-    // Max |a - b| over the C region of two outputs of this bench.
+    // Max |a - b| over the C region of two outputs of this bench (equal infinities and
+    // two NaNs count as agreeing; a NaN against a number or a differing infinity as Inf).
     double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) const;
     double checksum(const std::vector<float>& c) const;
     // Rows that the float64 reference covers (all of them for small problems).
@@ -109,10 +120,17 @@ private:
     std::vector<float> A_, B_, C0_, out_;
     std::vector<int64_t> ref_rows_;
     std::vector<double> ref_;  // ref_rows_.size() x N
+    // Per reference element, |alpha| sum|a b| + |beta c|: a bound on every partial sum in
+    // any order. Empty when alpha and beta are finite and no element's bound can reach
+    // float32's range, which is the case for every ordinary benchmark.
+    std::vector<double> ref_bound_;
 };
 
-// Float64 reference of rows `rows` of alpha*op(A)op(B) + beta*C0, row-major |rows| x N.
-std::vector<double> reference_rows(const Problem& p, const float* A, const float* B,
-                                   const float* C0, const std::vector<int64_t>& rows);
+// Float64 reference of rows `rows` of alpha*op(A)op(B) + beta*C0, row-major |rows| x N,
+// with BLAS's rules: A and B are not read when alpha == 0 or K == 0, nor C0 when
+// beta == 0, so a NaN or Inf there (or in alpha) does not reach the result. With `bound`,
+// also fills it with each element's |alpha| sum|a b| + |beta c| under the same rules.
+std::vector<double> reference_rows(const Problem& p, const float* A, const float* B, const float* C0,
+                                   const std::vector<int64_t>& rows, std::vector<double>* bound = nullptr);
 
 }  // namespace fastgemm
