@@ -51,3 +51,32 @@ def test_kernels_and_info():
     assert out.returncode == 0 and "tiled_ikj_64" in out.stdout
     out = run("info")
     assert out.returncode == 0 and "cpu" in out.stdout and "compiler" in out.stdout
+
+
+class _Terminal:
+    """A stderr that says it is a terminal and records what was written."""
+
+    def __init__(self, tty=True):
+        self.text, self.tty = "", tty
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_large_operands_get_a_preparing_line_on_a_terminal_only():
+    from fastgemm.cli.common import preparing
+
+    term = _Terminal()
+    with preparing(1, 1, 2**28, stream=term):  # 2 GiB of operands
+        assert term.text.startswith("preparing 2.0 GiB of operands") and "1x1x268435456" in term.text
+    assert term.text.endswith("\r") and term.text.split("\r")[-2].strip() == "", "the line is erased after"
+    for stream, shape in [(_Terminal(), (64, 64, 64)), (_Terminal(tty=False), (1, 1, 2**28))]:
+        with preparing(*shape, stream=stream):
+            pass
+        assert stream.text == "", (shape, stream.text)

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <string>
 #include <limits>
-#include <random>
 
 #include "errors.hpp"
 #include "interrupt.hpp"
@@ -218,18 +217,48 @@ bool ieee_consistent(double got, double ref, double tolerance) {
 
 }  // namespace
 
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// Fills v with n values uniform in [-1, 1), multiples of 2^-23, each a function of
+// (seed, operand, index) alone: the same inputs on every platform and standard library
+// (std::uniform_real_distribution's output is not specified), filled by the pool's
+// threads in parallel (16 GiB of operands took minutes one value at a time).
+void fill_uniform(std::vector<float>& v, int64_t n, uint64_t seed, uint64_t operand) {
+    v.resize(size_t(std::max<int64_t>(n, 1)));
+    const uint64_t stream = splitmix64(seed ^ splitmix64(operand));
+    const int64_t count = int64_t(v.size());
+    const int64_t chunk = int64_t(1) << 20;
+    const int tasks = int(std::min<int64_t>((count + chunk - 1) / chunk, 1 << 30));
+    float* out = v.data();
+    auto body = [&](int task, int n_tasks) {
+        const int64_t begin = count * task / n_tasks, end = count * (task + 1) / n_tasks;
+        for (int64_t i = begin; i < end; ++i) {
+            const uint64_t bits = splitmix64(stream + uint64_t(i)) >> 40;  // 24 uniform bits
+            out[i] = float(int64_t(bits) - (int64_t(1) << 23)) * 0x1p-23f;
+        }
+    };
+    if (tasks <= 1) {
+        body(0, 1);
+    } else {
+        parallel_for(std::min(tasks, get_num_threads()), body);
+    }
+}
+
+}  // namespace
+
 Bench::Bench(const Problem& problem, uint64_t seed) : problem_(problem) {
     problem_.validate();
     check_memory_for(problem_);
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    auto fill = [&](std::vector<float>& v, int64_t n) {
-        v.resize(size_t(std::max<int64_t>(n, 1)));
-        for (auto& x : v) x = uniform(rng);
-    };
-    fill(A_, problem_.a_span());
-    fill(B_, problem_.b_span());
-    fill(C0_, problem_.c_span());
+    fill_uniform(A_, problem_.a_span(), seed, 0);
+    fill_uniform(B_, problem_.b_span(), seed, 1);
+    fill_uniform(C0_, problem_.c_span(), seed, 2);
     ref_rows_ = choose_reference_rows(problem_);
     const bool ordinary = ordinary_range(problem_, max_abs(A_), max_abs(B_), max_abs(C0_));
     ref_ = fastgemm::reference_rows(problem_, A_.data(), B_.data(), C0_.data(), ref_rows_,

@@ -9,6 +9,7 @@ the CLI sits on top of the library, never beside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import math
 import os
@@ -479,6 +480,30 @@ def describe_rejected(infos, limit: int = 3) -> str:
 
 
 # --- progress -------------------------------------------------------------------------------
+
+# Operands above this many bytes take seconds to fill and check against float64 (16 GiB
+# for 1 x 1 x 2^31: about 20 s on two cores), time in which the bar has not started.
+PREPARING_NOTE_BYTES = 1 << 30
+
+
+@contextlib.contextmanager
+def preparing(M: int, N: int, K: int, stream=None):
+    """On a terminal, a line saying that large operands are being prepared, erased when
+    they are ready; nothing otherwise (logs stay clean)."""
+    stream = sys.stderr if stream is None else stream
+    need = _fastgemm.bench_bytes(M, N, K)
+    if need < PREPARING_NOTE_BYTES or not getattr(stream, "isatty", lambda: False)():
+        yield
+        return
+    line = f"preparing {need / 2**30:.1f} GiB of operands and their float64 reference for {M}x{N}x{K} ..."
+    stream.write(line)
+    stream.flush()
+    try:
+        yield
+    finally:
+        stream.write("\r" + " " * len(line) + "\r")
+        stream.flush()
+
 
 def progress(items: Sequence, desc: str, label: Optional[Callable[[object], str]] = None, stream=None):
     """A progress bar on a terminal, plain iteration otherwise (logs stay clean). `label`

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from .. import _fastgemm, api
-from .common import Shape, describe_rejected, progress, runnable
+from .common import Shape, describe_rejected, preparing, progress, runnable
 
 # Tests replace these: a scripted clock (kernel name, measured seconds) -> seconds, the
 # pause after each baseline run (None: the core's default), and whether the machine's
@@ -50,7 +50,8 @@ def run_ladder(backend: str, shape: Shape, kernels, baseline: Optional[str], arg
     """Verify and time the baseline, then each kernel, on one Bench (same inputs)."""
     M, N, K = shape
     to_run, rejected, capped = runnable(kernels, shape, getattr(args, "all", False))
-    bench = _fastgemm.Bench(M, N, K, False, False, 1.0, 0.0, args.seed)
+    with preparing(M, N, K):
+        bench = _fastgemm.Bench(M, N, K, False, False, 1.0, 0.0, args.seed)
     comparison = _fastgemm.BaselineComparison(bench, backend, baseline or "", args.warmup, args.iters, True,
                                               args.max_seconds, policy(args.spread_limit), clock)
     base = None
