@@ -156,10 +156,10 @@ def test_daemon_thread_call_at_interpreter_exit_does_not_crash():
 
 def test_sizes_are_validated_with_clear_errors():
     y = np.zeros(64, np.float32)
-    with pytest.raises(fastgemm.KernelError, match="exceed the 2\\^32 threads per grid dimension"):
+    with pytest.raises(fastgemm.errors.ArgumentError, match="exceed the 2\\^32 threads per grid dimension"):
         emu.run(FAULTS, "fine", threadgroups=(1 << 31, 1, 1), threads_per_threadgroup=(4, 1, 1),
                 buffers=[y])
-    with pytest.raises(fastgemm.KernelError, match="overflow a 64-bit count"):
+    with pytest.raises(fastgemm.errors.ArgumentError, match="overflow a 64-bit count"):
         emu.run(FAULTS, "fine", threadgroups=(1 << 31, 1 << 31, 1 << 31),
                 threads_per_threadgroup=1, buffers=[y])
     with pytest.raises(ValueError, match="os_threads must be"):

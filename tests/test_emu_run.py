@@ -116,7 +116,7 @@ def test_out_of_bounds_write_is_caught():
 
 def test_bad_geometry_and_names():
     y = np.zeros(4, np.float32)
-    with pytest.raises(fastgemm.KernelError, match="out-of-range dispatch geometry"):
+    with pytest.raises(fastgemm.errors.ArgumentError, match="out-of-range dispatch geometry"):
         emu.run(VECTOR_SRC, "fill_f32", threadgroups=1, threads_per_threadgroup=(64, 32),
                 buffers=[y])
     with pytest.raises(fastgemm.NotFoundError, match="no kernel named"):

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -51,6 +52,8 @@ __all__ = ["run", "compile", "EmuCompileError", "EmuRefusedError", "EmuModule", 
 
 _ORDERS = {"natural": 0, "reversed": 1, "shuffled": 2}
 DEFAULT_TIME_LIMIT_S = 300.0
+# A time limit this long (about 115 days) or longer, math.inf included, means none.
+_NO_TIME_LIMIT_S = 1e7
 _MAX_OS_THREADS = 1024
 _STACK_KB_RANGE = (16, 1 << 20)
 
@@ -94,13 +97,18 @@ def _cache_dir() -> Path:
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches" / "fastgemm" / "emu"
     else:
-        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastgemm" / "emu"
+        # An empty or relative XDG_CACHE_HOME is invalid (XDG base directory rules): ignored.
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        base = (Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache") / "fastgemm" / "emu"
+    where = f"FASTGEMM_EMU_CACHE={env!r}" if env else f"the emulator's cache folder {base}"
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        where = f"FASTGEMM_EMU_CACHE={env!r}" if env else f"the emulator's cache folder {base}"
         raise EmuCompileError(f"{where}: cannot create or use it ({e.strerror}); "
                               f"point FASTGEMM_EMU_CACHE at a writable folder") from None
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise EmuCompileError(f"{where}: the folder is not writable; point FASTGEMM_EMU_CACHE at a "
+                              "writable folder")
     return base
 
 
@@ -312,15 +320,15 @@ class EmuModule:
                             self.display)["text"]
         return [(kind, int(index)) for kind, index in (line.split(" ") for line in text.split("\n") if line)]
 
-    def _constants(self) -> Dict[str, Tuple[int, int]]:
+    def _constants(self) -> Dict[str, Tuple[int, int, str]]:
         if self._constants_table is None:
             text = _worker_call({"op": "constants", "so": str(self.path)}, None,
                                 self.display)["text"]
             out = {}
             for line in text.split("\n"):
                 if line:
-                    idx, name, size = line.split(" ")
-                    out[name] = (int(idx), int(size))
+                    idx, name, size, kind = line.split(" ")
+                    out[name] = (int(idx), int(size), kind)
             self._constants_table = out
         return self._constants_table
 
@@ -348,6 +356,8 @@ class EmuModule:
                                        not time_limit > 0):
             raise ArgumentError(f"time_limit must be None or a positive number of seconds, "
                              f"got {time_limit!r}")
+        if time_limit is not None and time_limit >= _NO_TIME_LIMIT_S:
+            time_limit = None  # math.inf, or longer than any run: no limit
         if not isinstance(seed, int) or not 0 <= seed < 2 ** 64:
             raise ArgumentError(f"seed must be an int in 0..2**64-1, got {seed!r}")
         views, argbufs = _buffer_views(buffers)
@@ -361,24 +371,29 @@ class EmuModule:
         tg = _index_list(threadgroup_memory or [], "threadgroup_memory")
         tg_lens = []
         for i, x in enumerate(tg):
-            if x is not None and (not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _MAX_TG_MEMORY):
-                raise ArgumentError(f"threadgroup_memory[{i}] must be a byte count in 0..{_MAX_TG_MEMORY} "
-                                 f"(Apple GPUs have 32 KiB), got {x!r}")
+            if x is not None and (not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _MAX_TG_MEMORY
+                                  or x % 16):
+                raise ArgumentError(f"threadgroup_memory[{i}] must be a multiple of 16 bytes in "
+                                    f"0..{_MAX_TG_MEMORY} (Apple GPUs have 32 KiB), got {x!r}")
             tg_lens.append(int(x or 0))
         fcs = []
         if constants:
+            if not isinstance(constants, Mapping):
+                raise ArgumentTypeError(f"constants must be a dict from index or name to value, "
+                                        f"got {type(constants).__name__}")
             table = self._constants()
-            by_index = {i: (n, s) for n, (i, s) in table.items()}
+            by_index = {i: (n, s, k) for n, (i, s, k) in table.items()}
             for key, value in constants.items():
                 if isinstance(key, str):
                     if key not in table:
                         raise NotFoundError(f"no function constant named {key!r} in {self.display}")
-                    idx, size = table[key]
+                    idx, size, kind = table[key]
+                    name = key
                 else:
-                    if int(key) not in by_index:
-                        raise NotFoundError(f"no [[function_constant({key})]] in {self.display}")
-                    idx, size = int(key), by_index[int(key)][1]
-                fcs.append((idx, _constant_bytes(value, size)))
+                    if isinstance(key, bool) or not isinstance(key, int) or key not in by_index:
+                        raise NotFoundError(f"no [[function_constant({key!r})]] in {self.display}")
+                    idx, (name, size, kind) = key, by_index[key]
+                fcs.append((idx, _constant_bytes(value, size, kind, f"constant {name}")))
         req = {"op": "run", "so": str(self.path), "kernel": kernel, "groups": groups,
                "tpg": tpg, "threadgroup_memory": tg_lens, "constants": fcs,
                "strict": 1 if strict else 0, "order": _ORDERS[order], "seed": seed,
@@ -645,7 +660,8 @@ def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, b
     threadgroups, threads_per_threadgroup: int or 1-, 2- or 3-tuples (missing sizes are 1).
     buffers: list (position = [[buffer(n)]] index; None leaves an index unbound) or dict
         {index: object}. numpy arrays and other bytes-like objects are bound as their raw
-        bytes; what the kernel writes lands in writable objects (bytes objects are copied).
+        bytes; what the kernel writes lands in writable objects (a write into a read-only
+        object, bytes included, is dropped with a RuntimeWarning).
     constants: {index or name: value} for [[function_constant(n)]] declarations.
     threadgroup_memory: list or {index: bytes} for [[threadgroup(n)]] arguments
         (setThreadgroupMemoryLength:atIndex:; multiples of 16).
@@ -655,7 +671,8 @@ def run(source_or_path, kernel: str, *, threadgroups, threads_per_threadgroup, b
         a kernel whose result changes with the order is missing a barrier.
     os_threads: OS threads running threadgroups (0: FGEMU_THREADS or one per core).
     stack_kb: private memory per emulated thread (default 256 KiB, FGEMU_STACK_KB).
-    time_limit: seconds before the dispatch is stopped with KernelError (None: no limit).
+    time_limit: seconds before the dispatch is stopped with KernelError (None or math.inf:
+        no limit).
     textures: list or {index: texture} for [[texture(n)]] arguments: Texture objects, or
         arrays taken as 2D textures of shape (H, W[, C]).
     include_dirs, trusted, defines: as for compile().
@@ -687,35 +704,44 @@ class _Worker:
         self.dir = Path(tempfile.mkdtemp(prefix="fgemu-worker-", dir=_shm_dir()))
         self.report = self.dir / "report"
         self.report.write_bytes(b"\0" * _REPORT_BYTES)
-        self.arena_path = None
-        self.arena = None
-        self.arena_size = 0
-        self.arena_gen = 0
+        # (mmap, path, size, generation) in one attribute, replaced in one step.
+        self._arena = (None, None, 0, 0)
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(emu_dir() / "worker.py"), str(self.report)],
+            [sys.executable, "-I", str(emu_dir() / "worker.py"), str(self.report), str(self.pid)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
             close_fds=True)
+
+    arena = property(lambda self: self._arena[0])
+    arena_path = property(lambda self: self._arena[1])
+    arena_size = property(lambda self: self._arena[2])
 
     def alive(self) -> bool:
         return self.pid == os.getpid() and self.proc.poll() is None
 
     def ensure_arena(self, size: int):
+        """Grows the shared arena. The new one is mapped before the old one goes, and the
+        fields change together, so an exception (Ctrl-C) at any point leaves a usable arena
+        (old or new) described by them."""
         if size <= self.arena_size:
             return
         size = max(size, 2 * self.arena_size, 1 << 16)
         size = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
-        if self.arena is not None:
-            self.arena.close()
-            os.unlink(self.arena_path)
-        self.arena_gen += 1
-        self.arena_path = str(self.dir / f"arena{self.arena_gen}")
-        fd = os.open(self.arena_path, os.O_RDWR | os.O_CREAT, 0o600)
+        gen = self._arena[3] + 1
+        path = str(self.dir / f"arena{gen}")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             os.ftruncate(fd, size)
-            self.arena = mmap.mmap(fd, size)
+            arena = mmap.mmap(fd, size)
+        except BaseException:
+            os.unlink(path)
+            raise
         finally:
             os.close(fd)
-        self.arena_size = size
+        old, old_path = self.arena, self.arena_path
+        self._arena = (arena, path, size, gen)
+        if old is not None:
+            old.close()
+            os.unlink(old_path)
 
     def send(self, req):
         data = pickle.dumps(req)
@@ -793,6 +819,10 @@ def _bytes_view(obj, what: str) -> Optional[memoryview]:
                         "array, bytes, bytearray or e.g. np.uint32(n))") from None
     if not mv.c_contiguous:
         raise ArgumentError(f"{what}: the object must be C-contiguous")
+    if "O" in re.sub(r":[^:]*:", "", mv.format):
+        # Python object references: the kernel's writes would land in the host's pointers.
+        raise ArgumentTypeError(f"{what}: {type(obj).__name__} holds Python objects (buffer format "
+                                f"{mv.format!r}), not plain data: pass numeric arrays or bytes")
     raw = mv.cast("B") if (mv.ndim != 1 or mv.format != "B") and mv.nbytes else mv
     return raw if raw.nbytes else None
 
@@ -882,9 +912,20 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
         if ans["rc"] == 3:
             raise KernelError(f"metal-emu: the worker could not run {what}: {ans['text']}")
         if req.get("op") == "run":
-            for v, lay in zip(all_views, layout):
-                if lay and not v.readonly:
+            dropped = []
+            for n, (v, lay) in enumerate(zip(all_views, layout)):
+                if not lay:
+                    continue
+                if not v.readonly:
                     v[:] = w.arena[lay[0]:lay[0] + lay[1]]
+                elif w.arena[lay[0]:lay[0] + lay[1]] != v:
+                    nb, nt = len(views), len(textures)
+                    dropped.append(f"buffer({n})" if n < nb else f"texture({n - nb})" if n < nb + nt
+                                   else "an argument buffer's member")
+            if dropped:
+                warnings.warn(f"metal-emu: {what} wrote into {', '.join(dropped)}, bound to read-only "
+                              "objects (bytes, read-only arrays): those writes were dropped; bind a "
+                              "writable array to keep them", RuntimeWarning, stacklevel=3)
         return ans
 
 
@@ -940,9 +981,10 @@ def _size3(v, what) -> Tuple[int, int, int]:
     return tuple(t) + (1,) * (3 - len(t))
 
 
-# Threadgroup memory one dispatch may ask for: Apple GPUs give a threadgroup 32 KiB; the
-# emulator allows far more for experiments, but not an allocation that exhausts the host.
-_MAX_TG_MEMORY = 1 << 30
+# Threadgroup memory one argument may ask for: Apple GPUs give a threadgroup 32 KiB, and
+# the runtime refuses more in all (src/emu/runtime/dispatch.cpp), so this is checked here
+# first, naming the argument.
+_MAX_TG_MEMORY = 32 << 10
 
 
 def _index_list(v, what) -> list:
@@ -956,28 +998,59 @@ def _index_list(v, what) -> list:
         for k, x in v.items():
             out[k] = x
         return out
-    if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+    if isinstance(v, (bytes, bytearray, memoryview)) or hasattr(v, "__array_interface__"):
+        # Iterating one array would bind its elements (rows, bytes) at indices 0, 1, ...
+        raise ArgumentTypeError(f"{what} must be a list or a dict from index to value, got one "
+                                f"{type(v).__name__}: pass [x] to bind it at index 0")
+    if isinstance(v, str) or not isinstance(v, Iterable):
         raise ArgumentTypeError(f"{what} must be a list or a dict from index to value, got {type(v).__name__}")
     return list(v)
 
 
-def _constant_bytes(value, size: int) -> bytes:
-    if isinstance(value, (bytes, bytearray)):
-        raw = bytes(value)
-    elif isinstance(value, bool):
-        raw = (1 if value else 0).to_bytes(size, "little")
-    elif isinstance(value, int):
-        raw = value.to_bytes(size, "little", signed=value < 0)
-    elif isinstance(value, float):
-        raw = struct.pack({4: "<f", 2: "<e", 8: "<d"}[size], value)
-    else:
-        raw = memoryview(value).tobytes()
+def _constant_bytes(value, size: int, kind: str, what: str) -> bytes:
+    """The bytes of a function constant's value, by its declared kind ('b' bool, 'i'
+    integer, 'f' floating point, '?' other: bytes-like values only, or numbers by size).
+    A float for an integer constant is refused, not stored as its bit pattern."""
+    import numpy as np
+    if isinstance(value, np.generic) and kind != "?":
+        value = value.item()
+    try:
+        if isinstance(value, (bytes, bytearray, memoryview)) or (kind == "?" and not isinstance(value, (int, float))):
+            raw = memoryview(value).tobytes()
+        elif isinstance(value, float) and kind in "bi":
+            raise ArgumentTypeError(f"{what} is {'a bool' if kind == 'b' else 'an integer'} constant; "
+                                    f"got the float {value!r}")
+        elif isinstance(value, (bool, int)) and kind == "f" or isinstance(value, float):
+            raw = struct.pack({4: "<f", 2: "<e", 8: "<d"}[size], float(value))
+        elif isinstance(value, (bool, int)):
+            raw = int(value).to_bytes(size, "little", signed=value < 0)
+        else:
+            raise ArgumentTypeError(f"{what}: a {type(value).__name__} is not a constant's value "
+                                    "(pass a number, or bytes of the constant's size)")
+    except (KeyError, OverflowError, struct.error) as e:
+        raise ArgumentError(f"{what} ({size} bytes) cannot hold {value!r}: {e}") from None
+    except ArgumentTypeError:
+        raise
+    except TypeError as e:  # memoryview() of a non-buffer
+        raise ArgumentTypeError(f"{what}: {e}") from None
     if len(raw) != size:
-        raise ArgumentError(f"function constant value has {len(raw)} bytes, the declaration {size}")
+        raise ArgumentError(f"{what}: the value has {len(raw)} bytes, the declaration {size}")
     return raw
 
 
 # ---- CLI: fastgemm emu FILE.metal --kernel NAME ... ----------------------------------------
+
+def _time_limit_arg(text: str) -> Optional[float]:
+    """--time-limit: seconds > 0, or 0 / inf for none; a negative number or NaN is a typo,
+    not a request for no limit."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0 or inf: no limit), got {text!r}")
+    return None if v == 0 or v >= _NO_TIME_LIMIT_S else v
+
 
 def add_emu_parser(subparsers) -> argparse.ArgumentParser:
     """Registers `emu` on the fastgemm CLI's subparsers; the handler is args.func."""
@@ -998,8 +1071,8 @@ def add_emu_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the kernels of the file and exit")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                    help="extra #include folder (the file's own folder is always searched)")
-    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="SECONDS",
-                   help=f"stop the dispatch after SECONDS (default {DEFAULT_TIME_LIMIT_S:g})")
+    p.add_argument("--time-limit", type=_time_limit_arg, default=DEFAULT_TIME_LIMIT_S, metavar="SECONDS",
+                   help=f"stop the dispatch after SECONDS (default {DEFAULT_TIME_LIMIT_S:g}; 0 or inf: no limit)")
     p.add_argument("--trusted", action="store_true",
                    help="lift the safe policy (host headers and calls) for code you trust")
     p.add_argument("--save", metavar="DIR", help="write every buffer to DIR/buffer<N>.npy")
@@ -1071,7 +1144,7 @@ def _cli_emu(args) -> int:
         mod.run(args.kernel, threadgroups=size(args.threadgroups),
                 threads_per_threadgroup=size(args.threads), buffers=bufs,
                 threadgroup_memory=tgm, strict=args.strict, order=args.order,
-                time_limit=args.time_limit if args.time_limit > 0 else None)
+                time_limit=args.time_limit)
     except (NotFoundError, ValueError) as e:  # the command line named something wrong
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1352,10 +1352,10 @@ def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
     o += entries or ["    {nullptr, nullptr, nullptr, 0, nullptr, nullptr, 0},"]
     o.append("};")
     fcs = [f"    {{{fc.index}, {cxx_string(fc.name.split('::')[-1])}, &{q(fc.name)}, "
-           f"sizeof({q(fc.name)})}},"
+           f"sizeof({q(fc.name)}), ::fgemu::constant_kind<decltype({q(fc.name)})>()}},"
            for fc in sc.function_constants]
     o.append("const ::fgemu::FunctionConstant fcs[] = {")
-    o += fcs or ["    {0, nullptr, nullptr, 0},"]
+    o += fcs or ["    {0, nullptr, nullptr, 0, '?'},"]
     o.append("};")
     o.append("void derived_constants() {")
     o += [f"    {q(d)}();" for d in sc.derived_constants]

@@ -9,13 +9,21 @@ one-line report into a second shared file and end this process: a fault, a divis
 zero, an abort or an exceeded time limit costs the worker, never the caller.
 
 Requests: {"op": "list" | "constants" | "bindings" | "run", "so": path, ...}; answers: {"rc", "text"}.
+
+The caller's pid comes as the second argument. Should the caller die without closing the
+pipe's far end in time (SIGKILL, a crash) while a dispatch runs, a watcher thread notices
+that this process has a new parent, removes the caller's shared files (their folder) and
+ends the worker, so that neither a spinning shader nor its arena outlives the caller.
 """
 import ctypes
 import mmap
 import os
 import pickle
+import shutil
 import struct
 import sys
+import threading
+import time
 
 REPORT_BYTES = 4096
 
@@ -171,7 +179,18 @@ class Worker:
         return None, encoded
 
 
+def watch_parent(parent_pid: int, folder: str) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(0.5)
+    if os.path.basename(folder).startswith("fgemu-worker-"):
+        shutil.rmtree(folder, ignore_errors=True)
+    os._exit(0)
+
+
 def main():
+    if len(sys.argv) > 2:
+        threading.Thread(target=watch_parent, args=(int(sys.argv[2]), os.path.dirname(sys.argv[1])),
+                         daemon=True).start()
     inp = sys.stdin.buffer
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # shader output goes to stderr, never into the protocol

@@ -75,7 +75,8 @@ FGEMU_EXPORT size_t fgemu_c_bindings(const char* kernel, char* out, size_t n) {
     return s.size() + 1;
 }
 
-// Returns 0 on success, 1 on an emulator error (message in err), 2 for an unknown kernel.
+// Returns 0 on success, 1 on an emulator error (message in err), 2 for an unknown kernel,
+// 4 for a dispatch no Apple GPU accepts (geometry, threadgroup memory).
 FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const unsigned* tpg,
                              int nbuf, void* const* ptrs, const size_t* sizes, int ntg,
                              const size_t* tg_lens, int nfc, const int* fc_index,
@@ -113,6 +114,9 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
         o.stack_kb = stack_kb;
         o.time_limit_s = time_limit_s;
         fgemu::run(*k, d, o);
+    } catch (const fgemu::DispatchError& e) {
+        put(err, errlen, e.what());
+        return 4;
     } catch (const std::exception& e) {
         put(err, errlen, e.what());
         return 1;
@@ -120,12 +124,13 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
     return 0;
 }
 
-// Newline-separated "index name size" of the source's function constants.
+// Newline-separated "index name size kind" of the source's function constants (kind as
+// fgemu::constant_kind gives it).
 FGEMU_EXPORT size_t fgemu_c_constants(char* out, size_t n) {
     ensure_registered();
     std::string s;
     for (const auto& fc : fgemu::function_constants())
-        s += std::to_string(fc.index) + " " + fc.name + " " + std::to_string(fc.size) + "\n";
+        s += std::to_string(fc.index) + " " + fc.name + " " + std::to_string(fc.size) + " " + fc.kind + "\n";
     put(out, n, s);
     return s.size() + 1;
 }

@@ -363,7 +363,7 @@ void check_geometry(const KernelEntry& k, const Dispatch& d) {
     const U3 t = d.threads_per_threadgroup;
     const uint64_t n = uint64_t(t.x) * t.y * t.z;
     if (t.x == 0 || t.y == 0 || t.z == 0 || n > kMaxThreadsPerThreadgroup)
-        throw Error("out-of-range dispatch geometry for kernel " + std::string(k.name) +
+        throw DispatchError("out-of-range dispatch geometry for kernel " + std::string(k.name) +
                     ": threadsPerThreadgroup " + u3s(t) + " must be non-zero with at most " +
                     std::to_string(kMaxThreadsPerThreadgroup) + " threads in total");
     const U3 g = d.threadgroups;
@@ -371,32 +371,32 @@ void check_geometry(const KernelEntry& k, const Dispatch& d) {
     const uint32_t gv[3] = {g.x, g.y, g.z}, tv[3] = {t.x, t.y, t.z};
     for (int a = 0; a < 3; ++a)
         if (uint64_t(gv[a]) * tv[a] > 0xffffffffull)
-            throw Error("out-of-range dispatch geometry for kernel " + std::string(k.name) + ": " +
+            throw DispatchError("out-of-range dispatch geometry for kernel " + std::string(k.name) + ": " +
                         std::to_string(gv[a]) + " threadgroups of " + std::to_string(tv[a]) +
                         " threads along " + axis[a] + " exceed the 2^32 threads per grid dimension "
                         "that [[thread_position_in_grid]] can index");
     uint64_t groups = 0;
     if (__builtin_mul_overflow(uint64_t(g.x), uint64_t(g.y), &groups) ||
         __builtin_mul_overflow(groups, uint64_t(g.z), &groups))
-        throw Error("out-of-range dispatch geometry for kernel " + std::string(k.name) +
+        throw DispatchError("out-of-range dispatch geometry for kernel " + std::string(k.name) +
                     ": threadgroups " + u3s(g) + " overflow a 64-bit count");
     size_t tg = 0;
     for (size_t i = 0; i < d.threadgroup_memory.size(); ++i) {
         if (d.threadgroup_memory[i] % 16 != 0)
-            throw Error("threadgroup memory length at index " + std::to_string(i) + " (" +
+            throw DispatchError("threadgroup memory length at index " + std::to_string(i) + " (" +
                         std::to_string(d.threadgroup_memory[i]) +
                         " bytes) must be a multiple of 16 (setThreadgroupMemoryLength:atIndex:)");
         tg += d.threadgroup_memory[i];
     }
     if (tg > kMaxThreadgroupMemory)
-        throw Error("threadgroup memory lengths total " + std::to_string(tg) +
+        throw DispatchError("threadgroup memory lengths total " + std::to_string(tg) +
                     " bytes, more than the 32 KiB of Apple GPUs");
     // [[threadgroup(n)]] arguments need a length.
     for (int i = 0; i < k.nroles; ++i)
         if (k.roles[i].kind == ArgRole::threadgroup_mem &&
             (size_t(k.roles[i].index) >= d.threadgroup_memory.size() ||
              d.threadgroup_memory[size_t(k.roles[i].index)] == 0))
-            throw Error("kernel " + std::string(k.name) + " has a [[threadgroup(" +
+            throw DispatchError("kernel " + std::string(k.name) + " has a [[threadgroup(" +
                         std::to_string(k.roles[i].index) +
                         ")]] argument but no threadgroup memory length was set for it");
 }
@@ -508,7 +508,12 @@ void set_function_constant(int index, const void* value, size_t size) {
         }
     throw Error("no [[function_constant(" + std::to_string(index) + ")]] in this source");
 }
-void clear_function_constants() { fc_set().clear(); }
+// Every constant back to zero and undefined, as in a freshly loaded module: a dispatch that
+// leaves one out must not see the value an earlier dispatch gave it.
+void clear_function_constants() {
+    fc_set().clear();
+    for (const auto& fc : fc_table()) std::memset(fc.var, 0, fc.size);
+}
 
 void yield_to_group() {
     ThreadState* t = t_current;

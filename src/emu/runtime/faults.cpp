@@ -145,8 +145,12 @@ struct Watchdog::State {
     std::thread thread;
 };
 
+// Longer than any run (about 115 days): a limit past it (Inf included) is none, and the
+// steady clock's time point cannot overflow when the limit is added to now().
+constexpr double kLongestTimeLimit = 1e7;
+
 Watchdog::Watchdog(double seconds) {
-    if (seconds <= 0 || !g_installed.load()) return;
+    if (!(seconds > 0 && seconds < kLongestTimeLimit) || !g_installed.load()) return;
     g_time_limit = seconds;
     s_ = new State;
     State* s = s_;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace fgemu {
@@ -19,6 +20,11 @@ constexpr uint32_t kMaxOsThreads = 1024;            // DispatchOptions::os_threa
 // An emulator finding: a kernel error, a bad dispatch, or an unsupported construct.
 struct Error : std::runtime_error {
     using std::runtime_error::runtime_error;
+};
+// A dispatch whose geometry or threadgroup memory no Apple GPU accepts: the caller's
+// argument, reported as such (fastgemm.emu raises ArgumentError), not a shader finding.
+struct DispatchError : Error {
+    using Error::Error;
 };
 
 struct U3 {
@@ -109,7 +115,19 @@ struct FunctionConstant {
     const char* name;
     void* var;
     size_t size;
+    char kind;  // how a host value is encoded: see constant_kind()
 };
+
+// 'b' bool, 'i' integer, 'f' floating point (half included), '?' anything else (vectors,
+// bfloat): the host refuses a float for an integer constant instead of storing its bits.
+template <class T>
+constexpr char constant_kind() {
+    using U = std::remove_cv_t<T>;
+    if constexpr (std::is_same_v<U, bool>) return 'b';
+    else if constexpr (std::is_integral_v<U>) return 'i';
+    else if constexpr (std::is_floating_point_v<U> || std::is_same_v<U, _Float16>) return 'f';
+    else return '?';
+}
 
 // An argument buffer that a kernel binds at [[buffer(buffer_index)]]: a struct with
 // [[id(n)]] members, which the host encodes member by member before the dispatch.
