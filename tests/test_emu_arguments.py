@@ -196,3 +196,51 @@ def test_a_cache_folder_that_cannot_be_written_is_named(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == folder else real(p, mode, **kw))
     with pytest.raises(emu.EmuCompileError, match="FASTGEMM_EMU_CACHE=.*not writable"):
         emu.compile("kernel void not_yet_cached(device float* x [[buffer(0)]]) { x[0] = 3.0f; }")
+
+
+def test_sources_defines_sizes_and_textures_are_checked_naming_the_argument(mod):
+    with pytest.raises(ArgumentError, match="not a usable file name"):
+        emu.compile("x" * 5000)
+    with pytest.raises(ArgumentError, match="unpaired surrogate"):
+        emu.compile("kernel void k(device float* x [[buffer(0)]]) { x[0] = 1; } // \udc80\n")
+    with pytest.raises(ArgumentTypeError, match=r"defines must be a list .*wrap one in a list"):
+        emu.compile(SRC, defines="SCALE=2")
+    with pytest.raises(ArgumentError, match="defines: 'A=1\\\\nB' is not NAME or NAME=VALUE"):
+        emu.compile(SRC, defines=["A=1\nB"])
+    with pytest.raises(ArgumentError, match="at least one texel"):
+        emu.Texture(np.zeros((0, 4), np.float32))
+    # numpy integers are sizes and indices like ints
+    x = np.ones(8, np.float32)
+    mod.run("twice", threadgroups=np.int64(2), threads_per_threadgroup=(np.uint32(4),), buffers={np.int64(0): x})
+    assert x.tolist() == [2.0] * 8
+
+
+def test_a_damaged_cache_entry_is_rebuilt_not_used(tmp_path):
+    """A truncated module, or a runtime object emptied (which still links, as an empty
+    linker script, and gives modules with undefined symbols), in a fresh process."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, FASTGEMM_EMU_CACHE=str(cache))
+    child = textwrap.dedent(f"""
+        import sys, numpy as np
+        from fastgemm import emu
+        src = {SRC!r}.replace("twice", sys.argv[1])
+        x = np.ones(4, np.float32)
+        emu.run(src, sys.argv[1], threadgroups=1, threads_per_threadgroup=4, buffers=[x])
+        assert x.tolist() == [2.0] * 4, x
+        print("ok")
+    """)
+
+    def run(name):
+        proc = subprocess.run([sys.executable, "-c", child, name], capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
+
+    run("first")
+    modules = list(cache.rglob("kernels.so"))
+    assert len(modules) == 1
+    modules[0].write_bytes(modules[0].read_bytes()[:100])
+    run("first")
+    objects = sorted(cache.glob("runtime-*/*.o"))
+    assert objects
+    objects[0].write_bytes(b"")
+    run("second")

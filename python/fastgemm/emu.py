@@ -26,6 +26,7 @@ import fcntl
 import hashlib
 import importlib.util
 import mmap
+import numbers
 import os
 import pickle
 import re
@@ -199,12 +200,12 @@ def _runtime_objects(cxx: List[str], flags: List[str]) -> List[Path]:
                 sorted((d / "include" / "fgemu").glob("*.hpp")))
     out = _cache_dir() / ("runtime-" + h.hexdigest()[:20])
     objs = [out / (s.stem + ".o") for s in sources]
-    if all(o.is_file() for o in objs):
+    if all(_intact(o) for o in objs):
         return objs
     with _cache_lock(out.with_suffix(".lock")):
         out.mkdir(parents=True, exist_ok=True)
         for s, o in zip(sources, objs):
-            if o.is_file():
+            if _intact(o):
                 continue
             tmp = o.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.o")
             proc = _run_compiler(cxx + ["-std=c++20", "-fPIC", "-fvisibility=hidden", "-O2", "-g"] +
@@ -212,8 +213,31 @@ def _runtime_objects(cxx: List[str], flags: List[str]) -> List[Path]:
             if proc.returncode != 0:
                 raise EmuCompileError(f"compiling the metal-emu runtime ({s.name}) failed:\n"
                                       f"{proc.stdout.strip()[:4000]}")
-            os.replace(tmp, o)
+            _publish(tmp, o)
     return objs
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _intact(path: Path) -> bool:
+    """True when a cache file matches the digest recorded when it was published: a file
+    truncated, emptied or overwritten since (a full disk, a stray tool) is rebuilt, not
+    used. (An emptied object file even links: as an empty linker script.)"""
+    try:
+        recorded = _digest_path(path).read_text().strip()
+        return hashlib.sha256(path.read_bytes()).hexdigest() == recorded
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _publish(tmp: Path, path: Path) -> None:
+    """Moves a built file into the cache with its digest (see _intact)."""
+    digest_tmp = tmp.with_name(tmp.name + ".sha256")
+    digest_tmp.write_text(hashlib.sha256(tmp.read_bytes()).hexdigest() + "\n")
+    os.replace(tmp, path)
+    os.replace(digest_tmp, _digest_path(path))
 
 
 _TEXTURE_KINDS = {"1d": (1, False), "buffer": (1, False), "1d_array": (1, True), "2d": (2, False),
@@ -259,6 +283,8 @@ class Texture:
         depth = rest[-3] if dims >= 3 else 1
         if kind == "cube" and slices != 6:
             raise ArgumentError(f"a cube texture has 6 faces, got {slices}")
+        if 0 in shape:
+            raise ArgumentError(f"a texture has at least one texel along every axis, got shape {arr.shape}")
         self.data = data if isinstance(data, np.ndarray) else arr
         self.desc = [int(width), int(height), int(depth), int(slices), int(channels),
                      _TEXTURE_FORMATS[arr.dtype.name]]
@@ -287,6 +313,7 @@ class ArgumentBuffer:
                             f"object, got {type(members).__name__}")
         self.members = {}
         for k, obj in members.items():
+            k = int(k) if _whole(k) else k
             if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 1 << 16:
                 raise ArgumentError(f"ArgumentBuffer id must be an int in 0..65535, got {k!r}")
             if isinstance(obj, ArgumentBuffer):
@@ -371,6 +398,7 @@ class EmuModule:
         tg = _index_list(threadgroup_memory or [], "threadgroup_memory")
         tg_lens = []
         for i, x in enumerate(tg):
+            x = int(x) if _whole(x) else x
             if x is not None and (not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _MAX_TG_MEMORY
                                   or x % 16):
                 raise ArgumentError(f"threadgroup_memory[{i}] must be a multiple of 16 bytes in "
@@ -551,6 +579,7 @@ def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public na
     defines: NAME or NAME=VALUE preprocessor definitions (like -D).
     """
     text, display, base = _read_source(source_or_path)
+    defines = _defines_arg(defines)
     inc = [Path(d).resolve() for d in include_dirs]
     for d in inc:
         if not d.is_dir():
@@ -592,10 +621,10 @@ def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public na
             return _modules[key]
     out = _cache_dir() / key
     so = out / "kernels.so"
-    if not so.is_file():
+    if not _intact(so):
         objs = _runtime_objects(cxx, flags)
         with _cache_lock(_cache_dir() / f"{key}.lock"):
-            if not so.is_file():
+            if not _intact(so):
                 _build_module(glue, out, so, objs, cxx, flags, trusted, display)
     mod = EmuModule(so, display)
     with _lock:
@@ -642,7 +671,7 @@ def _build_module(glue: str, out: Path, so: Path, objs: List[Path], cxx: List[st
             raise EmuCompileError(f"{display}: linking for metal-emu failed: "
                                   f"{proc.stdout.strip()[:2000]}")
         shutil.copy2(cpp, out / "glue.cpp")
-        os.replace(tmp_so, so)
+        _publish(tmp_so, so)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -954,12 +983,41 @@ def _read_source(src) -> Tuple[str, str, Path]:
         return _read_path(src)
     if not isinstance(src, str):
         raise ArgumentTypeError("source_or_path must be MSL text or a path")
+    try:
+        src.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ArgumentError(f"source_or_path is not valid text: character {e.start} is an unpaired "
+                            "surrogate") from None
     return src, "<source>", Path.cwd()
 
 
+_DEFINE = re.compile(r"[A-Za-z_]\w*(=[^\n\r\0]*)?\Z")
+
+
+def _defines_arg(defines) -> List[str]:
+    """defines: a sequence of NAME or NAME=VALUE strings (a lone string would be iterated
+    character by character); a line break in one would end the definition early."""
+    if isinstance(defines, str) or not isinstance(defines, Iterable):
+        raise ArgumentTypeError(f"defines must be a list of NAME or NAME=VALUE strings, got "
+                                f"{type(defines).__name__}{' (wrap one in a list)' if isinstance(defines, str) else ''}")
+    out = []
+    for d in defines:
+        if not isinstance(d, str) or not _DEFINE.match(d):
+            raise ArgumentError(f"defines: {d!r} is not NAME or NAME=VALUE (a C identifier, then an "
+                                "optional value on one line)")
+        out.append(d)
+    return out
+
+
 def _read_path(src) -> Tuple[str, str, Path]:
-    p = Path(src).resolve()
-    if not p.is_file():
+    try:
+        p = Path(src).resolve()
+        is_file = p.is_file()
+    except OSError as e:  # a name too long for the file system, say
+        raise ArgumentError(f"source_or_path {str(src)[:60]!r}{'...' if len(str(src)) > 60 else ''}: "
+                            f"not a usable file name ({e.strerror}); MSL text needs a newline or "
+                            "one of { } ; #") from None
+    if not is_file:
         what = "a folder, not an MSL file" if p.is_dir() else "no such file"
         rule = (". A string without a newline is a path unless it contains one of { } ; # "
                 "(then it is MSL text)") if isinstance(src, str) else ""
@@ -970,9 +1028,15 @@ def _read_path(src) -> Tuple[str, str, Path]:
         raise ArgumentError(f"source {p} is not UTF-8 text (byte {e.start}): not an MSL source") from None
 
 
+def _whole(x) -> bool:
+    """An int or numpy integer, not a bool."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and type(x).__name__ != "bool_"
+
+
 def _size3(v, what) -> Tuple[int, int, int]:
-    t = (v,) if isinstance(v, int) and not isinstance(v, bool) else tuple(v) \
-        if isinstance(v, (tuple, list)) else None
+    t = (v,) if _whole(v) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if t is not None and all(_whole(x) for x in t):
+        t = tuple(int(x) for x in t)
     if t is None or not 1 <= len(t) <= 3 or \
             not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
         raise ArgumentError(f"{what} must be an int or a tuple of 1-3 ints, got {v!r}")
@@ -992,11 +1056,11 @@ def _index_list(v, what) -> list:
         if not v:
             return []
         for k in v:
-            if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < 1 << 16:
+            if not _whole(k) or not 0 <= k < 1 << 16:
                 raise ArgumentError(f"{what} index must be an int in 0..65535, got {k!r}")
-        out = [None] * (max(v) + 1)
+        out = [None] * (int(max(v)) + 1)
         for k, x in v.items():
-            out[k] = x
+            out[int(k)] = x
         return out
     if isinstance(v, (bytes, bytearray, memoryview)) or hasattr(v, "__array_interface__"):
         # Iterating one array would bind its elements (rows, bytes) at indices 0, 1, ...
