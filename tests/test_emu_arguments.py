@@ -244,3 +244,10 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(tmp_path):
     assert objects
     objects[0].write_bytes(b"")
     run("second")
+
+
+def test_a_compile_past_the_time_limit_is_stopped(monkeypatch, tmp_path):
+    monkeypatch.setenv("FASTGEMM_EMU_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(emu, "COMPILE_TIME_LIMIT_S", 0.01)
+    with pytest.raises(emu.EmuCompileError, match="took longer than 0.01 s and was stopped"):
+        emu.compile("kernel void slow_to_build(device float* x [[buffer(0)]]) { x[0] = 1; }")
