@@ -460,19 +460,49 @@ class EmuModule:
 # ---- compiling ---------------------------------------------------------------------------------
 
 _ASM = re.compile(r"\b(asm|__asm__|__asm)\b")
-_CTOR_ATTR = re.compile(r"__attribute__\s*\(\(\s*[^)]*\b(constructor|destructor)\b")
+_ATTRIBUTE = re.compile(r"\b(__attribute__|__attribute|__declspec)\s*\(")
+# Attributes no Metal shader has, which run code at load time, place code or data where
+# the shader chooses, or bind a name to a host function that the symbol check would see
+# only as a weak reference.
+_REFUSED_ATTRS = {
+    "constructor": "a constructor/destructor attribute (code run at load time)",
+    "destructor": "a constructor/destructor attribute (code run at load time)",
+    "init_priority": "a constructor/destructor attribute (code run at load time)",
+    "section": "a section attribute (code or data placed in a section of its choosing)",
+    "ifunc": "an ifunc attribute (a resolver run at load time)",
+    "weak": "a weak attribute (a reference to a host function)",
+    "weakref": "a weakref attribute (a reference to a host function)",
+    "allocate": "a section attribute (code or data placed in a section of its choosing)",
+}
+_REFUSED_PRAGMA = re.compile(r"^#pragma\s+(weak|redefine_extname|clang\s+section|section|"
+                             r"init_seg|GCC\s+dependency)\b", re.M)
 
 
 def _policy_check_source(pp: str, lines) -> None:
-    """Refusals that need the preprocessed source: inline assembly, load-time functions."""
+    """Refusals that need the preprocessed source: inline assembly, load-time functions,
+    section placement, weak references (attributes and pragmas)."""
     scan = _scanner()
-    m = scan.blank_directives(scan.mask(pp))
-    for rx, what in ((_ASM, "inline assembly"),
-                     (_CTOR_ATTR, "a constructor/destructor attribute (code run at load time)")):
-        hit = rx.search(m)
-        if hit:
-            raise EmuRefusedError(f"{lines.where(hit.start())}: refused: {what}; no Metal shader "
-                                  "can use it (trusted=True compiles it anyway)")
+    masked = scan.mask(pp)
+    m = scan.blank_directives(masked)
+
+    def refuse(pos: int, what: str):
+        raise EmuRefusedError(f"{lines.where(pos)}: refused: {what}; no Metal shader "
+                              "can use it (trusted=True compiles it anyway)")
+    hit = _ASM.search(m)
+    if hit:
+        refuse(hit.start(), "inline assembly")
+    for a in _ATTRIBUTE.finditer(m):
+        try:
+            end = scan.match_close(m, a.end() - 1, "(", ")")
+        except scan.ScanError:  # unbalanced: the compiler stops at it
+            end = len(m)
+        for word in re.findall(r"[A-Za-z_]\w*", m[a.end():end]):
+            what = _REFUSED_ATTRS.get(word.strip("_"))
+            if what:
+                refuse(a.start(), what)
+    hit = _REFUSED_PRAGMA.search(masked)
+    if hit:
+        refuse(hit.start(), f"#pragma {' '.join(hit.group(1).split())}")
 
 
 # Undefined symbols a translated shader may use: the emulator runtime, the math library, and
@@ -508,15 +538,19 @@ def _policy_check_symbols(obj: Path, cxx: List[str], display: str) -> None:
                           text=True)
     if proc.returncode != 0:
         raise EmuRefusedError(f"refused: cannot list the symbols of {display}: {proc.stderr.strip()}")
-    bad, init = [], []
+    bad, init, ifunc = [], [], []
     for line in proc.stdout.splitlines():
         parts = line.split()
         if len(parts) < 2:
             continue
         name, kind = parts[0], parts[1]
         name = name[1:] if sys.platform == "darwin" and name.startswith("_") else name
-        if kind == "U" and not _ALLOWED_SYMBOL.match(name):
+        # U: undefined; w, v: undefined weak (a weak declaration, `#pragma weak` or a
+        # weakref), which binds to the host function just the same.
+        if kind in ("U", "w", "v") and not _ALLOWED_SYMBOL.match(name):
             bad.append(name)
+        if kind == "i":
+            ifunc.append(name)
         if "_GLOBAL__sub_I_" in name or "_GLOBAL__sub_D_" in name:
             init.append(name)
     if init:
@@ -524,12 +558,88 @@ def _policy_check_symbols(obj: Path, cxx: List[str], display: str) -> None:
                               "variable whose value is computed when the module loads); Metal "
                               "program-scope variables are compile-time constants (trusted=True "
                               "compiles it anyway)")
+    if ifunc:
+        raise EmuRefusedError(f"{display}: refused: an ifunc ({_demangle(ifunc[0])}), whose "
+                              "resolver runs when the module loads; no Metal shader has one "
+                              "(trusted=True compiles it anyway)")
     if bad:
         names = sorted({_demangle(b) for b in bad})
         raise EmuRefusedError(f"{display}: refused: the shader calls {', '.join(names[:5])}"
                               f"{' ...' if len(names) > 5 else ''}: host functions outside the "
                               "emulator runtime and the math library, which no Metal shader can "
                               "call (trusted=True compiles it anyway)")
+
+
+# ELF: sections whose contents run when the module loads or unloads.
+_LOAD_TIME_SECTIONS = (".init_array", ".fini_array", ".preinit_array", ".ctors", ".dtors")
+_SHT_INIT_ARRAY, _SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY = 14, 15, 16
+_SHF_EXECINSTR = 0x4
+_STT_OBJECT, _STT_GNU_IFUNC = 1, 10
+
+
+def _elf_sections(data: bytes):
+    """(name, type, flags, size, offset, link, entsize) of each section of an ELF object,
+    or None for another format."""
+    if data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
+        return None
+    wide, end = data[4] == 2, "<" if data[5] == 1 else ">"
+    if wide:
+        shoff, = struct.unpack_from(end + "Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
+        fmt = end + "IIQQQQIIQQ"
+    else:
+        shoff, = struct.unpack_from(end + "I", data, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x2E)
+        fmt = end + "IIIIIIIIII"
+    if shoff and (shnum == 0 or shstrndx == 0xFFFF):  # counts too large for the header
+        first = struct.unpack_from(fmt, data, shoff)
+        shnum = shnum or first[5]
+        shstrndx = first[6] if shstrndx == 0xFFFF else shstrndx
+    raw = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = raw[shstrndx][4] if shstrndx < shnum else 0
+
+    def name(off):
+        return data[strtab + off:data.index(b"\0", strtab + off)].decode(errors="replace")
+    # name, type, flags, addr, offset, size, link, info, addralign, entsize
+    return [(name(r[0]), r[1], r[2], r[5], r[4], r[6], r[9]) for r in raw], end, wide
+
+
+def _policy_check_object(obj: Path, display: str) -> None:
+    """Refusals read from the compiled object, whatever the source spelled: sections run at
+    load time (constructors however declared), ifunc resolvers, and data in an executable
+    section (machine code called through a pointer). ELF only: on macOS (Mach-O) the source
+    checks stand alone; Mach-O has no ifunc."""
+    data = obj.read_bytes()
+    parsed = _elf_sections(data)
+    if parsed is None:
+        return
+    secs, end, wide = parsed
+
+    def refuse(what: str):
+        raise EmuRefusedError(f"{display}: refused: {what}; no Metal shader has it "
+                              "(trusted=True compiles it anyway)")
+    for name, typ, flags, size, off, link, entsize in secs:
+        if size and (typ in (_SHT_INIT_ARRAY, _SHT_FINI_ARRAY, _SHT_PREINIT_ARRAY) or
+                     name.startswith(_LOAD_TIME_SECTIONS) or name in (".init", ".fini")):
+            refuse(f"code run at load time (the object has a {name} section)")
+    for name, typ, flags, size, off, link, entsize in secs:
+        if typ != 2 or not entsize:  # SHT_SYMTAB
+            continue
+        strtab_off = secs[link][4]
+        fmt = (end + "IBBHQQ") if wide else (end + "IIIBBH")
+        for i in range(size // entsize):
+            f = struct.unpack_from(fmt, data, off + i * entsize)
+            st_name, st_info, st_shndx = (f[0], f[1], f[3]) if wide else (f[0], f[3], f[5])
+            kind = st_info & 0xF
+            if kind not in (_STT_OBJECT, _STT_GNU_IFUNC):
+                continue
+            sym = data[strtab_off + st_name:data.index(b"\0", strtab_off + st_name)].decode(
+                errors="replace")
+            if kind == _STT_GNU_IFUNC:
+                refuse(f"an ifunc ({_demangle(sym)}), whose resolver runs when the module loads")
+            if 0 < st_shndx < len(secs) and secs[st_shndx][2] & _SHF_EXECINSTR:
+                refuse(f"data ({_demangle(sym)}) in the executable section "
+                       f"{secs[st_shndx][0]} (machine code called through a pointer)")
 
 
 def _demangle(name: str) -> str:
@@ -684,6 +794,7 @@ def _build_module(glue: str, out: Path, so: Path, objs: List[Path], cxx: List[st
             raise EmuCompileError(_explain_compile_error(proc.stdout, display))
         if not trusted:
             _policy_check_symbols(obj, cxx, display)
+            _policy_check_object(obj, display)
         tmp_so = work / "kernels.so"
         proc = _run_compiler(cxx + ["-shared", "-fPIC"] + flags + [str(obj)] +
                              [str(o) for o in objs] + ["-o", str(tmp_so), "-lpthread"])

@@ -260,7 +260,11 @@ def shim_headers() -> set:
             if p.is_file() and not p.relative_to(SHIM_DIR).as_posix().startswith("fgemu/")}
 
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:<([^>\n]*)>|"([^"\n]*)"|(.*))', re.M)
+# `#include`, and the spellings that include a file too: the `%:` digraph for `#`,
+# `#include_next`, `#import` and `#embed`. A directive split by a backslash-newline is left
+# to the check of what the preprocessor actually read (`preprocess`).
+_INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*(?:include_next|include|import|embed)\b[ \t]*'
+                      r'(?:<([^>\n]*)>|"([^"\n]*)"|(.*))', re.M)
 
 
 def _inside(p: Path, roots: Sequence[Path]) -> bool:
@@ -334,23 +338,91 @@ def strip_host_includes(src: str, host: Sequence[str]) -> str:
     return pat.sub(lambda m: " " * len(m.group(0)), src)
 
 
+def _dependencies(text: str) -> List[str]:
+    """The prerequisites of a make rule written by the preprocessor's -MD -MF."""
+    text = text.replace("\\\n", " ")
+    _, _, deps = text.partition(": ")
+    out, cur, i = [], "", 0
+    while i < len(deps):
+        c = deps[i]
+        if c == "\\" and i + 1 < len(deps) and deps[i + 1] in " #\\":
+            cur += deps[i + 1]
+            i += 2
+            continue
+        if c == "$" and deps.startswith("$$", i):
+            cur, i = cur + "$", i + 2
+            continue
+        if c.isspace():
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    return out + ([cur] if cur else [])
+
+
+_ENTER_MARKER = re.compile(r'^#\s*\d+\s+"((?:[^"\\]|\\.)*)"((?:\s+\d)*)\s*$', re.M)
+
+
+def check_preprocessed_files(out: str, dep_text: Optional[str], display: str,
+                             roots: Sequence[str], cwd: str) -> None:
+    """Refuses a file the preprocessor read outside `roots` (real paths of folders): the
+    files its line markers enter and those its dependency list names. This catches an
+    include the textual check cannot resolve (an angle include that climbs out of the stub
+    folder, a directive split over lines); the message names the file, never its text."""
+    def real(path: str) -> str:  # relative names are relative to the preprocessor's folder
+        return os.path.realpath(os.path.join(cwd, path))
+
+    def inside(path: str) -> bool:
+        rp = real(path)
+        return any(rp == r or rp.startswith(r + os.sep) for r in roots)
+    where = None
+    for m in _ENTER_MARKER.finditer(out):
+        if "1" not in m.group(2).split():
+            continue
+        name = re.sub(r"\\(.)", r"\1", m.group(1))
+        if name.startswith("<") or inside(name):
+            continue
+        where = (real(name), LineMap(out).where(m.start()).replace("<stdin>", display))
+        break
+    if where is None and dep_text:
+        bad = [d for d in _dependencies(dep_text) if d != "-" and not inside(d)]
+        if bad:
+            where = (real(bad[0]), display)
+    if where is not None:
+        raise Refused(f"{where[1]}: refused: an #include reads {where[0]}, which lies outside "
+                      "the source's folder and the given include directories")
+
+
 def preprocess(src: str, display: str, base: Path, include_dirs: Sequence[Path] = (),
-               cxx: Optional[List[str]] = None, defines: Sequence[str] = ()) -> str:
-    """The source after the C preprocessor, with stub Metal headers (keywords survive)."""
+               cxx: Optional[List[str]] = None, defines: Sequence[str] = (),
+               confine: bool = False) -> str:
+    """The source after the C preprocessor, with stub Metal headers (keywords survive).
+    confine: refuse any file the preprocessor read outside the source's folder, the include
+    directories and the emulator's headers (check_preprocessed_files)."""
     cxx = cxx or shlex.split(os.environ.get("CXX", "c++"))
     with tempfile.TemporaryDirectory(prefix="fgemu-scan-") as stub_dir:
         for name in shim_headers():
             p = Path(stub_dir) / name
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text("#pragma once\n")
+        dep = Path(stub_dir) / "deps.d"
         cmd = cxx + ["-E", "-x", "c++", "-std=c++20", "-nostdinc", "-w",
                      "-include", str(SHIM_DIR / "fgemu" / "predefined.hpp"),
                      "-iquote", str(base), "-I", stub_dir]
         for d in include_dirs:
             cmd += ["-I", str(d)]
+        if confine:
+            cmd += ["-MD", "-MF", str(dep)]
         cmd += [f"-D{d}" for d in defines] + ["-"]
         proc = subprocess.run(cmd, input=src, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=str(base))
+        if confine:
+            # Before anything else, errors included: a message could quote the file.
+            roots = [os.path.realpath(p) for p in [base, stub_dir, SHIM_DIR, *include_dirs]]
+            dep_text = dep.read_text(errors="replace") if dep.is_file() else None
+            check_preprocessed_files(proc.stdout, dep_text, display, roots, str(base))
     if proc.returncode != 0:
         missing = re.search(r"^(.*?):(\d+):\d+: fatal error: ([^:]+): No such file or directory",
                             proc.stderr, re.M)
@@ -371,6 +443,32 @@ def preprocess(src: str, display: str, base: Path, include_dirs: Sequence[Path] 
     # markers name files that exist.
     out = proc.stdout.replace('"' + _marker_path(stub_dir) + "/", '"' + _marker_path(str(SHIM_DIR)) + "/")
     return out.replace('"<stdin>"', '"' + _marker_path(display) + '"')
+
+
+_LINE_MARKER = re.compile(r'# \d+ "(?:[^"\\]|\\.)*"(?: \d)*$')
+_SPLICE = re.compile(r"\\[ \t]*\n")
+
+
+def check_directives(text: str, display: str) -> None:
+    """Refuses a directive in preprocessed text other than the preprocessor's own line
+    markers and pragmas. The text is compiled, and so preprocessed, once more: a line that
+    macro expansion made look like a directive (`#define H #` then `H define ...` gives
+    ` # define ...`) would become one there, out of sight of every earlier check. A line
+    counts as a directive once backslash-newlines are spliced, when it starts with `#`,
+    the `%:` digraph, `??=` or a comment."""
+    for m in re.finditer(r"^[^\n]*(?:\\[ \t]*\n[^\n]*)*", text, re.M):
+        logical = _SPLICE.sub("", m.group(0))
+        head = logical.lstrip(" \t\f\v")
+        if not head.startswith(("#", "%:", "??=", "/*", "//")):
+            continue
+        if logical.startswith("#pragma ") or _LINE_MARKER.match(logical):
+            continue
+        where = LineMap(text).where(m.start()).replace("<stdin>", display)
+        d = re.match(r"(#|%:|\?\?=)[ \t]*(\w*)", head)
+        what = f"`#{d.group(2)}`" if d else "a comment"
+        raise Refused(f"{where}: refused: a preprocessing directive ({what}) made by macro "
+                      "expansion; the emulator compiles the expanded source once more, where "
+                      "it would take effect")
 
 
 def _marker_path(path: str) -> str:
@@ -1275,9 +1373,12 @@ def glue(src: str, display: str, ident: str, base: Optional[Path] = None,
     host = check_includes(src, display, base, include_dirs, trusted)
     if not trusted:
         host = []
-    pp = preprocess(strip_host_includes(src, host), display, base, include_dirs, cxx, defines)
+    pp = preprocess(strip_host_includes(src, host), display, base, include_dirs, cxx, defines,
+                    confine=not trusted)
     lines = LineMap(pp)
     sc = scan(pp, lines)
+    if not trusted:
+        check_directives(sc.rewritten, display)
     gns = "fgemu_shader_" + re.sub(r"\W", "_", ident)
     ns = gns if wrap else ""
     if wrap:
