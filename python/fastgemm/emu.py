@@ -723,6 +723,7 @@ def compile(source_or_path: Union[str, os.PathLike], *,  # noqa: A001 (public na
         if hit and all(_mtime(p) == t for p, t in hit[1]) and hit[0] in _modules:
             return _modules[hit[0]]
     scan = _scanner()
+    scan.PREPROCESS_TIME_LIMIT_S = COMPILE_TIME_LIMIT_S
     try:
         # Unwrapped: the source's names are at global scope, as in Metal (one source per module).
         glue = scan.glue(text, display, "user", base, inc, cxx, trusted, defines, wrap=False)

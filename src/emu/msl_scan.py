@@ -395,6 +395,31 @@ def check_preprocessed_files(out: str, dep_text: Optional[str], display: str,
                       "the source's folder and the given include directories")
 
 
+# No shader takes this long to preprocess; macros that double at every level would go on
+# for ever. fastgemm.emu lowers it with its compile limit.
+PREPROCESS_TIME_LIMIT_S = 600.0
+
+
+def _run_preprocessor(cmd: List[str], src: str, base: Path) -> subprocess.CompletedProcess:
+    """Runs the preprocessor in a process group of its own, stopped with every process it
+    started after PREPROCESS_TIME_LIMIT_S or on Ctrl-C."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=str(base), start_new_session=True)
+    try:
+        out, err = proc.communicate(src, timeout=PREPROCESS_TIME_LIMIT_S)
+    except BaseException as e:
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            pass
+        proc.communicate()
+        if isinstance(e, subprocess.TimeoutExpired):
+            raise ScanError(f"preprocessing took longer than {PREPROCESS_TIME_LIMIT_S:g} s and was "
+                            "stopped (macros that expand without end?)") from None
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def preprocess(src: str, display: str, base: Path, include_dirs: Sequence[Path] = (),
                cxx: Optional[List[str]] = None, defines: Sequence[str] = (),
                confine: bool = False) -> str:
@@ -416,8 +441,7 @@ def preprocess(src: str, display: str, base: Path, include_dirs: Sequence[Path] 
         if confine:
             cmd += ["-MD", "-MF", str(dep)]
         cmd += [f"-D{d}" for d in defines] + ["-"]
-        proc = subprocess.run(cmd, input=src, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, cwd=str(base))
+        proc = _run_preprocessor(cmd, src, base)
         if confine:
             # Before anything else, errors included: a message could quote the file.
             roots = [os.path.realpath(p) for p in [base, stub_dir, SHIM_DIR, *include_dirs]]
