@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from fastgemm import emu
+from fastgemm.errors import KernelError
 
 
 @pytest.fixture(autouse=True)
@@ -178,3 +179,29 @@ def test_a_member_left_out_is_a_null_pointer_that_faults_in_a_surviving_worker()
 def test_argument_buffer_arguments_are_checked(members, error):
     with pytest.raises(error, match="ArgumentBuffer"):
         emu.ArgumentBuffer(members)
+
+
+OUT_OF_BOUNDS = r"""
+#include <metal_stdlib>
+using namespace metal;
+struct AB { device float* p [[id(0)]]; device const float* q [[id(1)]]; };
+kernel void past_end(device AB& ab [[buffer(0)]], uint i [[thread_position_in_grid]]) { ab.p[i] = 5; }
+kernel void before_start(device AB& ab [[buffer(0)]], uint i [[thread_position_in_grid]]) { ab.p[int(i) - 8] = 5; }
+kernel void in_bounds(device AB& ab [[buffer(0)]], uint i [[thread_position_in_grid]]) { ab.p[i] = ab.q[i]; }
+"""
+
+
+@pytest.mark.parametrize("kernel, where", [("past_end", "past its end"), ("before_start", "before its start")])
+def test_a_write_outside_a_member_is_reported_and_spares_its_neighbours(kernel, where):
+    """Members are reached through pointers the shader holds, past the runtime's own
+    canaries: the arena keeps canaries around each, so 64 writes into an 8-float member
+    fail the dispatch instead of silently landing in the next member."""
+    p, q = np.zeros(8, np.float32), np.full(16, -1, np.float32)
+    with pytest.raises(KernelError, match=rf"out-of-bounds write: .* buffer 0 \(argument buffer\) id 0 \({where}\)"):
+        emu.run(OUT_OF_BOUNDS, kernel, threadgroups=1, threads_per_threadgroup=16,
+                buffers=[emu.ArgumentBuffer({0: p, 1: q})])
+    assert np.all(q == -1)
+    p = np.zeros(8, np.float32)
+    emu.run(OUT_OF_BOUNDS, "in_bounds", threadgroups=1, threads_per_threadgroup=8,
+            buffers=[emu.ArgumentBuffer({0: p, 1: q})])
+    assert np.all(p == -1)

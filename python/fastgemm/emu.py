@@ -1009,6 +1009,11 @@ def _buffer_views(buffers) -> Tuple[List[Optional[memoryview]], list]:
     return out, argbufs
 
 
+# Canary bytes on each side of an argument buffer's member in the shared arena.
+_MEMBER_GUARD = 256
+_CANARY = b"\xa5" * _MEMBER_GUARD
+
+
 def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = (), textures=(),
                  argbufs=()):
     """Sends one request to the worker (started if needed) and returns its answer. Buffers,
@@ -1022,20 +1027,33 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
         w = _worker
         layout, off = [], 0
         members = [v for (_, ms) in argbufs for (_, v, _) in ms]
+        member_names = [f"buffer {i} (argument buffer) id {k}" for (i, ms) in argbufs for (k, _, _) in ms]
         all_views = list(views) + [t[0] if t else None for t in textures] + members
-        for v in all_views:
+        first_member = len(views) + len(textures)
+        guards = []  # (offset, name): canary regions around argument-buffer members
+        for n, v in enumerate(all_views):
             if v is None:
                 layout.append(None)
                 continue
             off = (off + 63) // 64 * 64  # Metal buffers are at least 16-byte aligned
+            if n >= first_member:
+                # The runtime guards plain buffers itself; a member is reached through a
+                # pointer the shader holds, so its canaries live here in the arena.
+                guards.append((off, member_names[n - first_member] + " (before its start)"))
+                off += _MEMBER_GUARD
             layout.append((off, v.nbytes))
             off += v.nbytes
+            if n >= first_member:
+                guards.append((off, member_names[n - first_member] + " (past its end)"))
+                off += _MEMBER_GUARD
         if req.get("op") == "run":
             if off:
                 w.ensure_arena(off)
                 for v, lay in zip(all_views, layout):
                     if lay:
                         w.arena[lay[0]:lay[0] + lay[1]] = v
+                for at, _ in guards:
+                    w.arena[at:at + _MEMBER_GUARD] = _CANARY
             nb, nt = len(views), len(textures)
             tex_req = [(lay[0], t[1]) if t else None for t, lay in zip(textures, layout[nb:])]
             member_lay = iter(layout[nb + nt:])
@@ -1072,6 +1090,11 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
                               "which ended; the next call starts a new one)")
         if ans["rc"] == 3:
             raise KernelError(f"metal-emu: the worker could not run {what}: {ans['text']}")
+        if req.get("op") == "run" and ans["rc"] == 0:
+            for at, name in guards:
+                if w.arena[at:at + _MEMBER_GUARD] != _CANARY:
+                    raise KernelError(f"metal-emu: out-of-bounds write: {what} wrote into the "
+                                      f"{_MEMBER_GUARD} bytes around {name}")
         if req.get("op") == "run":
             dropped = []
             for n, (v, lay) in enumerate(zip(all_views, layout)):
