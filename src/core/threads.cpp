@@ -99,9 +99,45 @@ std::atomic<int>& thread_setting() {
 
 thread_local bool inside_parallel_region = false;
 
+// The CPU the calling thread runs on, or -1 where the system does not say.
+int current_cpu() {
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+// Moves the calling thread off `cpu` if it runs there and may run elsewhere. A worker
+// woken from sleep can be queued on its waker's CPU even while another is idle: a VM's
+// guest sees an idle, halted vCPU as busy (preempted), so the scheduler does not pick
+// it, and the two threads then share one CPU for milliseconds (up to 54 ms measured for
+// 512^3) until the load balancer parts them. Narrowing the affinity moves the thread at
+// once; the old affinity is put back straight after, which does not move it back.
+void move_off_cpu(int cpu) {
+#if defined(__linux__)
+    if (cpu < 0 || sched_getcpu() != cpu) return;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(cpu, &allowed) ||
+        CPU_COUNT(&allowed) < 2)
+        return;
+    cpu_set_t elsewhere = allowed;
+    CPU_CLR(cpu, &elsewhere);
+    if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) == 0) sched_setaffinity(0, sizeof allowed, &allowed);
+#else
+    (void)cpu;
+#endif
+}
+
 // Workers sleep on a condition variable between jobs. A job is a function and a task
 // count; threads take task indices from an atomic counter, and the partition into
 // tasks is fixed by the caller, so results do not depend on which thread ran a task.
+//
+// The caller never waits for a worker that has not started: once every task is taken it
+// closes the job, and a worker that wakes after that finds it closed and leaves it. A
+// sleeping worker's wake-up can take longer than the whole job: on a 2-vCPU VM the
+// scheduler often queues the woken worker behind the caller on the caller's own vCPU,
+// and a 128^3 call that waited for it took 260-460 us against 44 us on one thread.
 //
 // Fork: a child process has only the thread that called fork(), and the pool's mutexes
 // may have been held by threads that are gone. So the child drops the old pool without
@@ -125,15 +161,23 @@ public:
             n_tasks_ = n_tasks;
             next_.store(0);
             active_workers_ = n_threads - 1;
-            pending_ = n_threads - 1;
-            pending_atomic_.store(n_threads - 1);
+            caller_cpu_.store(current_cpu(), std::memory_order_relaxed);
+            open_.store(true);  // after the job's fields: a worker that sees it open sees them
             generation_.fetch_add(1);
         }
+        const bool woke_sleepers = sleepers_.load() > 0;
         wake_.notify_all();
+        // A woken worker may be queued on this CPU (see move_off_cpu): give it the CPU for
+        // the moment it needs to move itself to an idle one.
+        if (woke_sleepers) std::this_thread::yield();
         work();
-        spin_until([&] { return pending_atomic_.load(std::memory_order_acquire) == 0; });
+        // Every task is taken. Closing the job before reading inside_ (both sequentially
+        // consistent) means a worker either counted itself in before this read, and is
+        // waited for, or will find the job closed and never touch it.
+        open_.store(false);
+        spin_until([&] { return inside_.load() == 0; });
         std::unique_lock<std::mutex> lock(m_);
-        done_.wait(lock, [&] { return pending_ == 0; });
+        done_.wait(lock, [&] { return inside_.load() == 0; });
         fn_ = nullptr;
         return true;
     }
@@ -152,15 +196,20 @@ private:
     // Waking a sleeping thread costs 25-50 us on this VM (futex + vCPU halt/IPI), more
     // than a 128^3 SGEMM on two cores; so spin briefly before sleeping, as OpenBLAS
     // does, so back-to-back parallel regions find their workers awake.
+    // The spinner yields now and then, so that a thread queued on its own core (a worker
+    // the scheduler woke there) gets to run instead of waiting out the spin.
+    // Returns whether `done` became true within the spin.
     template <class Pred>
-    static void spin_until(Pred done) {
+    static bool spin_until(Pred done) {
         auto start = std::chrono::steady_clock::now();
         for (int i = 0; !done(); ++i) {
             CPU_RELAX();
-            if ((i & 255) == 255 &&
-                std::chrono::steady_clock::now() - start > std::chrono::microseconds(200))
-                return;
+            if ((i & 255) == 255) {
+                if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(200)) return false;
+                std::this_thread::yield();
+            }
         }
+        return true;
     }
 
     // Creates workers up to n; returns how many exist. A system that refuses more
@@ -216,17 +265,22 @@ private:
     void loop(int id) {
         uint64_t seen = 0;
         for (;;) {
-            spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+            const bool slept = !spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
             {
                 std::unique_lock<std::mutex> lock(m_);
+                if (slept) sleepers_.fetch_add(1);
                 wake_.wait(lock, [&] { return generation_ != seen; });
+                if (slept) sleepers_.fetch_sub(1);
                 seen = generation_;
                 if (id >= active_workers_) continue;  // not needed for this job
             }
-            work();
-            std::lock_guard<std::mutex> lock(m_);
-            pending_atomic_.fetch_sub(1, std::memory_order_release);
-            if (--pending_ == 0) done_.notify_one();
+            if (slept) move_off_cpu(caller_cpu_.load(std::memory_order_relaxed));
+            inside_.fetch_add(1);
+            if (open_.load()) work();  // else the caller has taken every task and left
+            if (inside_.fetch_sub(1) == 1) {
+                std::lock_guard<std::mutex> lock(m_);
+                done_.notify_one();
+            }
         }
     }
 
@@ -234,9 +288,12 @@ private:
     std::condition_variable wake_, done_;
     int workers_ = 0;  // detached threads started so far (they live for the process)
     const std::function<void(int, int)>* fn_ = nullptr;
-    int n_tasks_ = 0, active_workers_ = 0, pending_ = 0;
+    int n_tasks_ = 0, active_workers_ = 0;
     std::atomic<uint64_t> generation_{0};
-    std::atomic<int> pending_atomic_{0};
+    std::atomic<bool> open_{false};  // the job takes workers: set when posted, cleared once every task is taken
+    std::atomic<int> inside_{0};     // workers that entered the job and have not left it
+    std::atomic<int> caller_cpu_{-1};  // where the job's caller ran when it posted the job
+    std::atomic<int> sleepers_{0};     // workers asleep (or about to be) on wake_
     std::atomic<int> next_{0};
 };
 
