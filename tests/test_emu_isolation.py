@@ -154,6 +154,26 @@ def test_daemon_thread_call_at_interpreter_exit_does_not_crash():
     assert child.returncode == 0, err
 
 
+def test_exit_during_a_runaway_dispatch_on_a_daemon_thread_is_prompt_and_quiet():
+    """The worker, busy in a shader that never returns, cannot read its closed pipe: exit
+    kills it at once (it used to wait 5 s) and the interrupted call prints no traceback."""
+    src = "kernel void spin(device int* o [[buffer(0)]]) { volatile int x = 0; for (;;) x++; }"
+    child = _child(f"""
+        import threading, time, numpy as np
+        from fastgemm import emu
+        mod = emu.compile({src!r})
+        threading.Thread(target=lambda: mod.run("spin", threadgroups=1, threads_per_threadgroup=1,
+                         buffers=[np.zeros(1, np.int32)], time_limit=None), daemon=True).start()
+        time.sleep(1.0)
+        print("exiting", time.monotonic(), flush=True)
+    """)
+    out, err = child.communicate(timeout=120)
+    ended = time.monotonic()
+    assert child.returncode == 0, err
+    assert "Traceback" not in err, err
+    assert ended - float(out.split()[-1]) < 3.0, "exit took longer than 3 s"
+
+
 def test_sizes_are_validated_with_clear_errors():
     y = np.zeros(64, np.float32)
     with pytest.raises(fastgemm.errors.ArgumentError, match="exceed the 2\\^32 threads per grid dimension"):

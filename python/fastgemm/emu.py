@@ -962,11 +962,18 @@ _worker: Optional[_Worker] = None
 _worker_lock = threading.Lock()
 
 
+_exiting = False
+
+
 def _stop_worker():
-    global _worker
+    """At exit. A dispatch still running on another (daemon) thread would keep the worker
+    from reading its closed pipe, so the worker is killed at once; the interrupted call
+    then waits for the interpreter to end instead of printing a traceback."""
+    global _worker, _exiting
+    _exiting = True
     w, _worker = _worker, None
     if w is not None and w.pid == os.getpid():
-        w.stop()
+        w.stop(kill=_worker_lock.locked())
 
 
 atexit.register(_stop_worker)
@@ -1073,6 +1080,8 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
             raise
         except (BrokenPipeError, OSError):
             ans = None
+        if ans is None and _exiting:
+            threading.Event().wait()  # the interpreter is ending: a daemon thread just stops here
         if ans == "timeout":
             w.stop(kill=True)
             _worker = None
