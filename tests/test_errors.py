@@ -1,5 +1,6 @@
 """Bad input gets a specific exception that names the problem; nothing crashes."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -170,6 +171,8 @@ def test_every_refusal_is_a_fastgemm_error_and_the_builtin_class(ab, call, cls, 
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS caps allocations only on Linux")
+@pytest.mark.skipif(bool(os.environ.get("FASTGEMM_SANITIZED")),
+                    reason="AddressSanitizer aborts on a failed operator new instead of throwing std::bad_alloc")
 def test_an_allocation_the_core_cannot_make_is_an_out_of_memory_error():
     """The system's allocator refusing inside the native core (std::bad_alloc) surfaces
     as OutOfMemoryError, a FastgemmError and a MemoryError. A child process with its
