@@ -251,3 +251,8 @@ def test_a_compile_past_the_time_limit_is_stopped(monkeypatch, tmp_path):
     monkeypatch.setattr(emu, "COMPILE_TIME_LIMIT_S", 0.01)
     with pytest.raises(emu.EmuCompileError, match="took longer than 0.01 s and was stopped"):
         emu.compile("kernel void slow_to_build(device float* x [[buffer(0)]]) { x[0] = 1; }")
+
+
+def test_an_empty_buffer_is_refused_naming_it(mod):
+    with pytest.raises(ArgumentError, match=r"buffer 0 is empty \(0 bytes\)"):
+        mod.run("twice", threadgroups=1, threads_per_threadgroup=1, buffers=[np.zeros(0, np.float32)])

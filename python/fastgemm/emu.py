@@ -1012,7 +1012,11 @@ def _buffer_views(buffers) -> Tuple[List[Optional[memoryview]], list]:
                                 for k, v in sorted(obj.members.items())]))
             out.append(None)
         else:
-            out.append(None if obj is None else _bytes_view(obj, f"buffer {i}"))
+            view = None if obj is None else _bytes_view(obj, f"buffer {i}")
+            if obj is not None and view is None:
+                raise ArgumentError(f"buffer {i} is empty (0 bytes): Metal has no zero-length "
+                                    "buffers; bind at least one element, or None to leave the index unbound")
+            out.append(view)
     return out, argbufs
 
 
