@@ -245,3 +245,17 @@ def test_a_string_that_can_only_be_a_path_must_name_a_file(tmp_path, monkeypatch
     emu.run(body, "k", threadgroups=1, threads_per_threadgroup=4, buffers=[x])
     assert x.tolist() == [3, 3, 3, 3]
     assert emu.compile(str(tmp_path / "k.comp")).display == str(tmp_path / "k.comp")
+
+
+def test_strict_mode_tells_two_barriers_on_one_line_apart():
+    """Barrier sites were told apart by file:line only, so a one-line branch with a barrier
+    on each side (or two from one macro's expansion) hid the divergence."""
+    src = ("#include <metal_stdlib>\nusing namespace metal;\n"
+           "kernel void k(device int* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { "
+           "if (i & 1) { threadgroup_barrier(mem_flags::mem_threadgroup); o[i] = 1; } "
+           "else { threadgroup_barrier(mem_flags::mem_threadgroup); o[i] = 2; } }\n")
+    o = np.zeros(32, np.int32)
+    with pytest.raises(fastgemm.KernelError, match=r"barrier divergence: .*:3 \(column \d+ of the translated line\)"):
+        emu.run(src, "k", threadgroups=1, threads_per_threadgroup=32, buffers=[o], strict=True)
+    emu.run(src, "k", threadgroups=1, threads_per_threadgroup=32, buffers=[o])  # Apple GPUs let it pass
+    assert set(o.tolist()) == {1, 2}

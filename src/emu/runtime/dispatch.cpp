@@ -180,8 +180,9 @@ void fiber_entry(void* arg) {
     t->fiber->yield(g->host, true);
 }
 
-std::string site(const ThreadState& t) {
-    return std::string(t.barrier_file ? t.barrier_file : "?") + ":" + std::to_string(t.barrier_line);
+std::string site(const ThreadState& t, bool with_column = false) {
+    return std::string(t.barrier_file ? t.barrier_file : "?") + ":" + std::to_string(t.barrier_line) +
+           (with_column ? " (column " + std::to_string(t.barrier_column) + " of the translated line)" : "");
 }
 
 // Runs every thread of one group to completion (or to the first error, or to a stop
@@ -242,12 +243,13 @@ void run_group(Group& g, std::vector<ThreadState>& th, const std::vector<int>& o
                               "reports it)";
                     return;
                 }
-                if (t.barrier_line != first->barrier_line ||
-                    std::strcmp(t.barrier_file, first->barrier_file) != 0) {
+                const bool same_line = t.barrier_line == first->barrier_line &&
+                                       std::strcmp(t.barrier_file, first->barrier_file) == 0;
+                if (!same_line || t.barrier_column != first->barrier_column) {
                     g.failed = true;
                     g.error = "barrier divergence: thread " + u3s(t.pos_in_group) +
-                              " waits at threadgroup_barrier at " + site(t) + " while thread " +
-                              u3s(first->pos_in_group) + " waits at " + site(*first);
+                              " waits at threadgroup_barrier at " + site(t, same_line) + " while thread " +
+                              u3s(first->pos_in_group) + " waits at " + site(*first, same_line);
                     return;
                 }
             }
@@ -417,11 +419,12 @@ ThreadState& current() {
     return *t_current;
 }
 
-void group_barrier(const char* file, int line) {
+void group_barrier(const char* file, int line, int column) {
     ThreadState& t = current();
     t.wait = ThreadState::Wait::barrier;
     t.barrier_file = file;
     t.barrier_line = line;
+    t.barrier_column = column;
     t.fiber->yield(t.group->host);
 }
 

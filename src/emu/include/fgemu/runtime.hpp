@@ -62,6 +62,7 @@ struct ThreadState {
     enum class Wait { runnable, barrier, simd, done } wait = Wait::runnable;
     const char* barrier_file = nullptr;
     int barrier_line = 0;
+    int barrier_column = 0;
     uint64_t barriers_passed = 0;
     class Fiber* fiber = nullptr;
 };
@@ -70,7 +71,7 @@ struct ThreadState {
 ThreadState& current();
 
 // threadgroup_barrier: every live thread of the group must arrive (file:line = call site).
-void group_barrier(const char* file, int line);
+void group_barrier(const char* file, int line, int column = 0);
 // Waits for the live lanes of the caller's SIMD-group that are not blocked elsewhere;
 // returns a bitmask of the lanes that took part.
 uint32_t simd_sync();

@@ -6,6 +6,8 @@
 
 #include "fgemu/math.hpp"
 
+#include <source_location>
+
 namespace metal {
 
 enum class mem_flags : unsigned {
@@ -18,9 +20,10 @@ enum class mem_flags : unsigned {
 };
 inline mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(unsigned(a) | unsigned(b)); }
 
-inline void threadgroup_barrier(mem_flags, const char* file = __builtin_FILE(),
-                                int line = __builtin_LINE()) {
-    fgemu::group_barrier(file, line);
+// The call site's column tells apart two barriers on one line (a one-line branch, a kernel
+// written by a macro), which strict mode must not take for one.
+inline void threadgroup_barrier(mem_flags, std::source_location at = std::source_location::current()) {
+    fgemu::group_barrier(at.file_name(), int(at.line()), int(at.column()));
 }
 // Lanes of a SIMD-group are separate fibers here, so simdgroup_barrier is a real rendezvous.
 inline void simdgroup_barrier(mem_flags) { fgemu::simd_sync(); }
