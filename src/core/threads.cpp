@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -113,17 +115,24 @@ int current_cpu() {
 // guest sees an idle, halted vCPU as busy (preempted), so the scheduler does not pick
 // it, and the two threads then share one CPU for milliseconds (up to 54 ms measured for
 // 512^3) until the load balancer parts them. Narrowing the affinity moves the thread at
-// once; the old affinity is put back straight after, which does not move it back.
+// once; the old affinity is put back straight after, which does not move it back. An
+// affinity someone else gives the worker meanwhile (taskset -a, os.sched_setaffinity on
+// its thread id) is kept: the old one goes back only if the narrowed one is still in
+// place. A change in the microsecond between reading the affinity and narrowing it is
+// the one this can undo; without the move, benchmark ratios taken after a pause came out
+// 2x low (18 of 390 rows) and 256^3 calls after a pause ran slower than on one thread.
 void move_off_cpu(int cpu) {
 #if defined(__linux__)
     if (cpu < 0 || sched_getcpu() != cpu) return;
-    cpu_set_t allowed;
+    cpu_set_t allowed, now;
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(cpu, &allowed) ||
         CPU_COUNT(&allowed) < 2)
         return;
     cpu_set_t elsewhere = allowed;
     CPU_CLR(cpu, &elsewhere);
-    if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) == 0) sched_setaffinity(0, sizeof allowed, &allowed);
+    if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) != 0) return;
+    if (sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &elsewhere))
+        sched_setaffinity(0, sizeof allowed, &allowed);
 #else
     (void)cpu;
 #endif
@@ -170,7 +179,7 @@ public:
         // A woken worker may be queued on this CPU (see move_off_cpu): give it the CPU for
         // the moment it needs to move itself to an idle one.
         if (woke_sleepers) std::this_thread::yield();
-        work();
+        work();  // never throws: a task's exception is kept in error_
         // Every task is taken. Closing the job before reading inside_ (both sequentially
         // consistent) means a worker either counted itself in before this read, and is
         // waited for, or will find the job closed and never touch it.
@@ -179,6 +188,8 @@ public:
         std::unique_lock<std::mutex> lock(m_);
         done_.wait(lock, [&] { return inside_.load() == 0; });
         fn_ = nullptr;
+        // No thread runs the job any more: its first exception, if any, is the caller's.
+        if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
         return true;
     }
 
@@ -256,9 +267,20 @@ private:
 #endif
     }
 
+    // Runs tasks until none is left. A task that throws (std::bad_alloc from a scratch
+    // buffer, say) ends the job: no further task starts, the first exception is kept for
+    // the caller to rethrow once every thread has left, and a worker's never escapes it.
     void work() {
         inside_parallel_region = true;
-        for (int t = next_.fetch_add(1); t < n_tasks_; t = next_.fetch_add(1)) (*fn_)(t, n_tasks_);
+        for (int t = next_.fetch_add(1); t < n_tasks_; t = next_.fetch_add(1)) {
+            try {
+                (*fn_)(t, n_tasks_);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex_);
+                if (!error_) error_ = std::current_exception();
+                next_.store(n_tasks_);
+            }
+        }
         inside_parallel_region = false;
     }
 
@@ -276,7 +298,10 @@ private:
             }
             if (slept) move_off_cpu(caller_cpu_.load(std::memory_order_relaxed));
             inside_.fetch_add(1);
-            if (open_.load()) work();  // else the caller has taken every task and left
+            // The open job may be a later one than the job this worker woke for: it takes
+            // part only if that job asked for it (else a job could run on more threads
+            // than set_num_threads allows).
+            if (open_.load() && id < active_workers_) work();  // else the caller has taken every task and left
             if (inside_.fetch_sub(1) == 1) {
                 std::lock_guard<std::mutex> lock(m_);
                 done_.notify_one();
@@ -292,8 +317,10 @@ private:
     std::atomic<uint64_t> generation_{0};
     std::atomic<bool> open_{false};  // the job takes workers: set when posted, cleared once every task is taken
     std::atomic<int> inside_{0};     // workers that entered the job and have not left it
-    std::atomic<int> caller_cpu_{-1};  // where the job's caller ran when it posted the job
     std::atomic<int> sleepers_{0};     // workers asleep (or about to be) on wake_
+    std::atomic<int> caller_cpu_{-1};  // where the job's caller ran when it posted the job
+    std::mutex error_mutex_;
+    std::exception_ptr error_;  // the job's first exception, rethrown by its caller
     std::atomic<int> next_{0};
 };
 

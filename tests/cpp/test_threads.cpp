@@ -4,6 +4,7 @@
 // and with every kernel of every available backend. Every result must match the
 // float64 reference.
 #include <atomic>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +59,37 @@ void hammer(const Context& ctx, const std::string& kernel, const std::vector<Sha
 
 }  // namespace
 
+// A task that throws (a scratch allocation, say) ends its job; the caller rethrows the
+// exception only once no thread runs the job's function any more, and the pool works on.
+// (It used to return with workers still inside the caller's lambda, whose frame was gone,
+// and leave the caller's thread marked as inside a parallel region for good.)
+void task_exceptions_reach_the_caller_after_every_thread_left() {
+    set_num_threads(2);
+    for (int round = 0; round < 200; ++round) {
+        std::atomic<int> running{0}, after_return{0};
+        std::atomic<bool> returned{false};
+        try {
+            parallel_for(64, [&](int t, int) {
+                if (returned.load()) after_return++;
+                running++;
+                if (t == 0) throw std::runtime_error("task 0 failed");
+                for (volatile int spin = 0; spin < 20000; ++spin) {
+                }
+                if (returned.load()) after_return++;
+            });
+            CHECK(false, "parallel_for returned normally after a task threw");
+        } catch (const std::runtime_error& e) {
+            CHECK(std::string(e.what()) == "task 0 failed", e.what());
+        }
+        returned = true;
+        CHECK(after_return.load() == 0, "a task ran after parallel_for had returned");
+        CHECK(running.load() < 64, "the job went on after a task threw: " << running.load() << " tasks");
+    }
+    std::atomic<int> done{0};
+    parallel_for(8, [&](int, int) { done++; });
+    CHECK(done.load() == 8, "the pool after exceptions ran " << done.load() << " of 8 tasks");
+}
+
 int main() {
     std::cout << "threads per kernel: " << kThreads << " (pool threads: " << get_num_threads() << ")\n";
     for (const BackendStatus& b : backends()) {
@@ -87,5 +119,6 @@ int main() {
             hammer(ctx, k.name, w);
         }
     }
+    task_exceptions_reach_the_caller_after_every_thread_left();
     return test::finish("test_threads");
 }
