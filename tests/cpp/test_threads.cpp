@@ -73,8 +73,8 @@ void task_exceptions_reach_the_caller_after_every_thread_left() {
                 if (returned.load()) after_return++;
                 running++;
                 if (t == 0) throw std::runtime_error("task 0 failed");
-                for (volatile int spin = 0; spin < 20000; ++spin) {
-                }
+                volatile int busy = 0;
+                for (int spin = 0; spin < 20000; ++spin) busy = busy + 1;
                 if (returned.load()) after_return++;
             });
             CHECK(false, "parallel_for returned normally after a task threw");
