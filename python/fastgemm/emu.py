@@ -186,23 +186,11 @@ COMPILE_TIME_LIMIT_S = 600.0
 
 def _run_compiler(cmd: List[str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, LC_ALL="C")  # plain quotes in diagnostics, which are parsed
-    # In a process group of its own, so that a timeout or Ctrl-C ends the compiler proper
-    # (cc1plus), not only the driver.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=COMPILE_TIME_LIMIT_S)
-    except BaseException as e:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.communicate()
-        if isinstance(e, subprocess.TimeoutExpired):
-            raise EmuCompileError(f"compiling for metal-emu took longer than {COMPILE_TIME_LIMIT_S:g} s and "
-                                  f"was stopped ({Path(cmd[0]).name})") from None
-        raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, None)
+        return _scanner().run_bounded(cmd, COMPILE_TIME_LIMIT_S, env=env, merge_stderr=True)
+    except subprocess.TimeoutExpired:
+        raise EmuCompileError(f"compiling for metal-emu took longer than {COMPILE_TIME_LIMIT_S:g} s and "
+                              f"was stopped ({Path(cmd[0]).name})") from None
 
 
 _lock = threading.Lock()

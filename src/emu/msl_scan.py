@@ -30,6 +30,7 @@ import argparse
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -400,24 +401,33 @@ def check_preprocessed_files(out: str, dep_text: Optional[str], display: str,
 PREPROCESS_TIME_LIMIT_S = 600.0
 
 
-def _run_preprocessor(cmd: List[str], src: str, base: Path) -> subprocess.CompletedProcess:
-    """Runs the preprocessor in a process group of its own, stopped with every process it
-    started after PREPROCESS_TIME_LIMIT_S or on Ctrl-C."""
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=str(base), start_new_session=True)
+def run_bounded(cmd: List[str], limit_s: float, *, input: Optional[str] = None, cwd=None, env=None,
+                merge_stderr: bool = False) -> subprocess.CompletedProcess:
+    """Runs a compiler command in a process group of its own, so that past `limit_s`
+    seconds, or on Ctrl-C, every process it started is killed (cc1plus, not only the
+    driver); subprocess.TimeoutExpired (or KeyboardInterrupt) then propagates."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else None,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                            text=True, cwd=cwd, env=env, start_new_session=True)
     try:
-        out, err = proc.communicate(src, timeout=PREPROCESS_TIME_LIMIT_S)
-    except BaseException as e:
+        out, err = proc.communicate(input, timeout=limit_s)
+    except BaseException:
         try:
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
         proc.communicate()
-        if isinstance(e, subprocess.TimeoutExpired):
-            raise ScanError(f"preprocessing took longer than {PREPROCESS_TIME_LIMIT_S:g} s and was "
-                            "stopped (macros that expand without end?)") from None
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _run_preprocessor(cmd: List[str], src: str, base: Path) -> subprocess.CompletedProcess:
+    try:
+        return run_bounded(cmd, PREPROCESS_TIME_LIMIT_S, input=src, cwd=str(base))
+    except subprocess.TimeoutExpired:
+        raise ScanError(f"preprocessing took longer than {PREPROCESS_TIME_LIMIT_S:g} s and was "
+                        "stopped (macros that expand without end?)") from None
 
 
 def preprocess(src: str, display: str, base: Path, include_dirs: Sequence[Path] = (),
