@@ -566,8 +566,8 @@ _STT_OBJECT, _STT_GNU_IFUNC = 1, 10
 
 
 def _elf_sections(data: bytes):
-    """(name, type, flags, size, offset, link, entsize) of each section of an ELF object,
-    or None for another format."""
+    """(sections, byte order, 64-bit) of an ELF object, each section as (name, type, flags,
+    size, offset, link, entsize); None for another format."""
     if data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
         return None
     wide, end = data[4] == 2, "<" if data[5] == 1 else ">"
@@ -1028,7 +1028,8 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
         members = [v for (_, ms) in argbufs for (_, v, _) in ms]
         member_names = [f"buffer {i} (argument buffer) id {k}" for (i, ms) in argbufs for (k, _, _) in ms]
         all_views = list(views) + [t[0] if t else None for t in textures] + members
-        first_member = len(views) + len(textures)
+        nb, nt = len(views), len(textures)
+        first_member = nb + nt  # all_views: the buffers, the textures, then the members
         guards = []  # (offset, name): canary regions around argument-buffer members
         for n, v in enumerate(all_views):
             if v is None:
@@ -1053,7 +1054,6 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
                         w.arena[lay[0]:lay[0] + lay[1]] = v
                 for at, _ in guards:
                     w.arena[at:at + _MEMBER_GUARD] = _CANARY
-            nb, nt = len(views), len(textures)
             tex_req = [(lay[0], t[1]) if t else None for t, lay in zip(textures, layout[nb:])]
             member_lay = iter(layout[nb + nt:])
             ab_req = [(i, [(k, next(member_lay), desc) for (k, _, desc) in ms])
@@ -1104,8 +1104,7 @@ def _worker_call(req, time_limit, what, views: Sequence[Optional[memoryview]] = 
                 if not v.readonly:
                     v[:] = w.arena[lay[0]:lay[0] + lay[1]]
                 elif w.arena[lay[0]:lay[0] + lay[1]] != v:
-                    nb, nt = len(views), len(textures)
-                    dropped.append(f"buffer({n})" if n < nb else f"texture({n - nb})" if n < nb + nt
+                    dropped.append(f"buffer({n})" if n < nb else f"texture({n - nb})" if n < first_member
                                    else "an argument buffer's member")
             if dropped:
                 warnings.warn(f"metal-emu: {what} wrote into {', '.join(dropped)}, bound to read-only "
@@ -1185,8 +1184,8 @@ def _read_path(src) -> Tuple[str, str, Path]:
 
 
 def _whole(x) -> bool:
-    """An int or numpy integer, not a bool."""
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and type(x).__name__ != "bool_"
+    """An int or numpy integer, not a bool (numpy's bool_ is not an Integral)."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def _size3(v, what) -> Tuple[int, int, int]:
