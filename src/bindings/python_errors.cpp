@@ -5,6 +5,7 @@
 
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #include "core/errors.hpp"
 
@@ -14,9 +15,9 @@ namespace fastgemm::bindings {
 
 namespace {
 
-void raise(const char* cls, const std::exception& e) {
+void raise(const char* cls, const std::string& message) {
     py::object errors = py::module_::import("fastgemm.errors");
-    PyErr_SetString(errors.attr(cls).ptr(), e.what());
+    PyErr_SetString(errors.attr(cls).ptr(), message.c_str());
 }
 
 // True when `e` was one of ours (or a standard error with a Python counterpart) and
@@ -25,27 +26,25 @@ bool translate(std::exception_ptr e) {
     try {
         std::rethrow_exception(e);
     } catch (const ShapeError& x) {
-        raise("ShapeError", x);
+        raise("ShapeError", x.what());
     } catch (const DTypeError& x) {
-        raise("DTypeError", x);
+        raise("DTypeError", x.what());
     } catch (const ConstraintError& x) {
-        raise("ConstraintError", x);
+        raise("ConstraintError", x.what());
     } catch (const NotFoundError& x) {
-        raise("NotFoundError", x);
+        raise("NotFoundError", x.what());
     } catch (const BackendUnavailableError& x) {
-        raise("BackendUnavailableError", x);
+        raise("BackendUnavailableError", x.what());
     } catch (const KernelError& x) {
-        raise("KernelError", x);
+        raise("KernelError", x.what());
     } catch (const ArgumentError& x) {
-        raise("ArgumentError", x);
+        raise("ArgumentError", x.what());
     } catch (const OutOfMemoryError& x) {
-        raise("OutOfMemoryError", x);
+        raise("OutOfMemoryError", x.what());
     } catch (const Error& x) {
-        raise("FastgemmError", x);
+        raise("FastgemmError", x.what());
     } catch (const std::bad_alloc& x) {  // an allocation the system refused inside the core
-        py::object errors = py::module_::import("fastgemm.errors");
-        PyErr_SetString(errors.attr("OutOfMemoryError").ptr(),
-                        (std::string("out of memory: ") + x.what() + " in fastgemm's native core").c_str());
+        raise("OutOfMemoryError", std::string("out of memory: ") + x.what() + " in fastgemm's native core");
     } catch (...) {
         return false;
     }
