@@ -190,7 +190,6 @@ PyObject* sgemm_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
             } else {
                 run_selected(backend, p, accuracy, pa, pb, pc);
             }
-            throw_if_interrupted();  // a loop that returned early left C incomplete
         };
         const double flops = p.flops();
         if (flops >= kInterruptibleFlops)

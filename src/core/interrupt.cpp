@@ -15,17 +15,19 @@ namespace fastgemm {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-std::atomic<int> g_live_scopes{0};
+// SIGINTs that reached our handler. A watch compares it with the value it began at.
+std::atomic<uint64_t> g_sigints{0};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the signal handler needs a lock-free counter");
 std::atomic<bool> g_installed{false};
+thread_local uint64_t t_watch_since = InterruptWatch::kNone;  // InterruptWatch::since_ of this thread
 
 #if defined(FASTGEMM_POSIX_SIGNALS)
 std::mutex g_install_mutex;
 struct sigaction g_previous;  // the handler ours chains to; written only under the mutex
 
 extern "C" void chaining_sigint_handler(int sig, siginfo_t* info, void* context) {
-    // Async-signal-safe: lock-free atomics only.
-    if (g_live_scopes.load(std::memory_order_relaxed) > 0) g_interrupted.store(true, std::memory_order_relaxed);
+    // Async-signal-safe: a lock-free atomic only.
+    g_sigints.fetch_add(1, std::memory_order_relaxed);
     if (g_previous.sa_flags & SA_SIGINFO) {
         if (g_previous.sa_sigaction) g_previous.sa_sigaction(sig, info, context);
     } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
@@ -63,23 +65,40 @@ void ensure_installed() {
 
 }  // namespace
 
-bool interrupt_requested() { return g_interrupted.load(std::memory_order_relaxed); }
+InterruptWatch InterruptWatch::current() {
+    InterruptWatch w;
+    w.since_ = t_watch_since;
+    return w;
+}
+
+bool InterruptWatch::requested() const {
+    return since_ != kNone && g_sigints.load(std::memory_order_relaxed) != since_;
+}
+
+bool interrupt_requested() { return InterruptWatch::current().requested(); }
 
 void throw_if_interrupted() {
     if (interrupt_requested()) throw Interrupted();
 }
 
-bool interrupt_armed() { return g_live_scopes.load(std::memory_order_relaxed) > 0 && g_installed.load(); }
+bool interrupt_armed() { return t_watch_since != InterruptWatch::kNone && g_installed.load(); }
 
-InterruptScope::InterruptScope() {
-    if (g_live_scopes.fetch_add(1) == 0) g_interrupted.store(false);
+InterruptScope::InterruptScope() : outermost_(t_watch_since == InterruptWatch::kNone) {
+    if (!outermost_) return;
 #if defined(FASTGEMM_POSIX_SIGNALS)
-    ensure_installed();
+    ensure_installed();  // first: every SIGINT counted after the read below reaches the handler
 #endif
+    t_watch_since = g_sigints.load(std::memory_order_relaxed);
 }
 
 InterruptScope::~InterruptScope() {
-    if (g_live_scopes.fetch_sub(1) == 1) g_interrupted.store(false);
+    if (outermost_) t_watch_since = InterruptWatch::kNone;
 }
+
+AdoptInterruptWatch::AdoptInterruptWatch(InterruptWatch watch) : previous_(InterruptWatch::current()) {
+    t_watch_since = watch.since_;
+}
+
+AdoptInterruptWatch::~AdoptInterruptWatch() { t_watch_since = previous_.since_; }
 
 }  // namespace fastgemm

@@ -1,5 +1,7 @@
 #include "kernel.hpp"
 
+#include "interrupt.hpp"
+
 #include <algorithm>
 #include <chrono>
 
@@ -59,6 +61,7 @@ void Kernel::run_once(const Problem& p, const float* A, const float* B, float* C
         return;
     }
     run_direct(p, A, B, C);
+    throw_if_interrupted();  // a loop that returned early left C incomplete
 }
 
 void Kernel::run_direct(const Problem& p, const float* A, const float* B, float* C) const {

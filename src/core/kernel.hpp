@@ -59,6 +59,7 @@ public:
 
     // One complete call, as fastgemm.sgemm makes it: the same checks and quick return as
     // bind(), then C = alpha * op(A) op(B) + beta * C, finished (C holds the result).
+    // Throws Interrupted when a Ctrl-C cut the work short (core/interrupt.hpp).
     void run_once(const Problem& p, const float* A, const float* B, float* C) const;
 
 protected:

@@ -518,7 +518,6 @@ const Kernel& tune_on_operands(std::vector<const Kernel*> cands, const Problem& 
         const auto t0 = Clock::now();
         k.run_once(p, A, B, C);
         double t = since(t0);
-        throw_if_interrupted();
         if (t < kRetimeBelow) {
             // A call shorter than a millisecond is timed again as a block of back-to-back
             // calls (two, or about kWarmBlock of short ones), the way a loop of the

@@ -1,6 +1,7 @@
 #include "threads.hpp"
 
 #include "errors.hpp"
+#include "interrupt.hpp"
 #include <chrono>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -167,6 +168,7 @@ public:
         {
             std::lock_guard<std::mutex> lock(m_);
             fn_ = &fn;
+            watch_ = InterruptWatch::current();
             n_tasks_ = n_tasks;
             next_.store(0);
             active_workers_ = n_threads - 1;
@@ -272,6 +274,7 @@ private:
     // the caller to rethrow once every thread has left, and a worker's never escapes it.
     void work() {
         inside_parallel_region = true;
+        AdoptInterruptWatch caller_watch(watch_);  // a worker stops for its caller's Ctrl-C
         for (int t = next_.fetch_add(1); t < n_tasks_; t = next_.fetch_add(1)) {
             try {
                 (*fn_)(t, n_tasks_);
@@ -313,6 +316,7 @@ private:
     std::condition_variable wake_, done_;
     int workers_ = 0;  // detached threads started so far (they live for the process)
     const std::function<void(int, int)>* fn_ = nullptr;
+    InterruptWatch watch_;  // the caller's: what the job's tasks stop for
     int n_tasks_ = 0, active_workers_ = 0;
     std::atomic<uint64_t> generation_{0};
     std::atomic<bool> open_{false};  // the job takes workers: set when posted, cleared once every task is taken

@@ -104,13 +104,16 @@ public:
         }
         opt_.strict = true;  // fastgemm's own shaders must not diverge at barriers
         // Ctrl-C: the dispatch stops at the next barrier step and leaves C incomplete,
-        // which run() reports as Interrupted (core/interrupt.hpp).
-        opt_.stop_requested = &interrupt_requested;
+        // which run() reports as Interrupted (core/interrupt.hpp). The dispatch's threads
+        // poll the watch of the thread that called run().
+        opt_.stop_requested = [](const void* watch) { return static_cast<const InterruptWatch*>(watch)->requested(); };
+        opt_.stop_context = &watch_;
     }
 
     Timing run() override {
         const auto t0 = std::chrono::steady_clock::now();
         if (p_.M > 0 && p_.N > 0) {
+            watch_ = InterruptWatch::current();
             bool complete = false;
             try {
                 complete = fgemu::run(entry_, d_, opt_);
@@ -130,6 +133,7 @@ private:
     ml::LaunchGeometry geom_;
     fgemu::Dispatch d_;
     fgemu::DispatchOptions opt_;
+    InterruptWatch watch_;  // the caller's, for the dispatch's threads (opt_.stop_context)
     float dummy_[4] = {0, 0, 0, 0};
 };
 

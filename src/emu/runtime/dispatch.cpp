@@ -189,7 +189,7 @@ std::string site(const ThreadState& t, bool with_column = false) {
 // request, which is polled once per barrier step: a group can run for seconds).
 void run_group(Group& g, std::vector<ThreadState>& th, const std::vector<int>& order) {
     for (;;) {
-        if (g.opt->stop_requested && g.opt->stop_requested()) {
+        if (g.opt->stop_requested && g.opt->stop_requested(g.opt->stop_context)) {
             g.stopped = true;
             return;
         }

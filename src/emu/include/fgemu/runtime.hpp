@@ -188,10 +188,13 @@ struct DispatchOptions {
     size_t stack_kb = 0;            // fiber stack per thread; 0: FGEMU_STACK_KB or the default
     double time_limit_s = 0;        // > 0: a dispatch running longer ends the process with a
                                     // report (only where fault handlers are installed)
-    // Polled before every threadgroup and at every barrier step of each: once it returns
-    // true the dispatch ends early (run returns false) and the buffers hold whatever the
-    // groups that ran wrote. fastgemm's backend passes its Ctrl-C flag.
-    bool (*stop_requested)() = nullptr;
+    // Polled, with stop_context, on the dispatch's threads before every threadgroup and at
+    // every barrier step of each: once it returns true the dispatch ends early (run
+    // returns false) and the buffers hold whatever the groups that ran wrote. fastgemm's
+    // backend passes its caller's Ctrl-C watch. (A pointer and a context, not a
+    // std::function: every emulated shader includes this header.)
+    bool (*stop_requested)(const void* stop_context) = nullptr;
+    const void* stop_context = nullptr;
 };
 
 struct Dispatch {
