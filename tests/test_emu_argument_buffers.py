@@ -148,6 +148,7 @@ def test_texture_members_read_the_texture_given_for_them():
 @pytest.mark.parametrize("members, message", [
     ({0: np.zeros(12, np.float32)}, "member t: a texture member: give a fastgemm.emu.Texture"),
     ({1: emu.Texture(np.zeros((3, 4), np.float32))}, "member out: not a texture member"),
+    ({0: emu.Texture(np.zeros(12, np.float32), "1d")}, "member t: a 1d texture cannot be bound to a texture2d"),
     ({2: np.zeros(4, np.uint8)}, "member s: unsupported: the host's sampler state"),
 ])
 def test_texture_and_sampler_members_take_only_what_they_can_hold(members, message):

@@ -6,6 +6,7 @@ the shared arena grows and a caller that dies mid-dispatch leave nothing broken 
 import math
 import mmap
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -256,3 +257,36 @@ def test_a_compile_past_the_time_limit_is_stopped(monkeypatch, tmp_path):
 def test_an_empty_buffer_is_refused_naming_it(mod):
     with pytest.raises(ArgumentError, match=r"buffer 0 is empty \(0 bytes\)"):
         mod.run("twice", threadgroups=1, threads_per_threadgroup=1, buffers=[np.zeros(0, np.float32)])
+
+
+TEXTURE_KINDS_SRC = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void plane(texture2d<float, access::read> t [[texture(0)]], device float* o [[buffer(0)]],
+                  uint i [[thread_position_in_grid]]) { o[i] = t.read(uint2(i, 0)).x; }
+kernel void line(texture1d<float, access::read> t [[texture(0)]], device float* o [[buffer(0)]],
+                 uint i [[thread_position_in_grid]]) { o[i] = t.read(i).x; }
+"""
+
+
+@pytest.mark.parametrize("kind, shape", [("1d", (4,)), ("buffer", (4,)), ("2d_array", (1, 1, 4)),
+                                         ("3d", (1, 1, 4)), ("cube", (6, 1, 4))])
+def test_a_texture_of_another_kind_is_refused_naming_the_kind_to_use(kind, shape):
+    """A Metal texture argument takes textures of its own type only: the emulator refused
+    none, so a 1d texture bound to a texture2d read its texels as a 2D image."""
+    out = np.zeros(4, np.float32)
+    texture = emu.Texture(np.arange(np.prod(shape), dtype=np.float32).reshape(shape), kind)
+    with pytest.raises(emu.KernelError, match=re.escape(
+            f'texture(0): a {kind} texture cannot be bound to a texture2d (make it Texture(data, kind="2d"))')):
+        emu.run(TEXTURE_KINDS_SRC, "plane", threadgroups=1, threads_per_threadgroup=4, buffers=[out],
+                textures=[texture])
+
+
+def test_textures_of_the_argument_kind_are_read():
+    data = np.arange(4, dtype=np.float32)
+    for kernel, texture in [("plane", emu.Texture(data.reshape(1, 4))), ("plane", data.reshape(1, 4)),
+                            ("line", emu.Texture(data, "1d"))]:
+        out = np.zeros(4, np.float32)
+        emu.run(TEXTURE_KINDS_SRC, kernel, threadgroups=1, threads_per_threadgroup=4, buffers=[out],
+                textures=[texture])
+        np.testing.assert_array_equal(out, data, err_msg=kernel)

@@ -248,8 +248,9 @@ def _publish(tmp: Path, path: Path) -> None:
     os.replace(digest_tmp, _digest_path(path))
 
 
-_TEXTURE_KINDS = {"1d": (1, False), "buffer": (1, False), "1d_array": (1, True), "2d": (2, False),
-                  "2d_array": (2, True), "cube": (2, True), "3d": (3, False)}
+# kind: (coordinate axes, arrayed, the runtime's TextureBinding::Kind).
+_TEXTURE_KINDS = {"1d": (1, False, 1), "1d_array": (1, True, 2), "2d": (2, False, 3), "2d_array": (2, True, 4),
+                  "cube": (2, True, 5), "3d": (3, False, 6), "buffer": (1, False, 7)}
 _TEXTURE_FORMATS = {"float32": 0, "float16": 1, "int32": 2, "uint32": 3, "int16": 4, "uint16": 5,
                     "int8": 6, "uint8": 7}
 
@@ -273,7 +274,7 @@ class Texture:
             raise ArgumentError(f"texture dtype {arr.dtype} is not one of {sorted(_TEXTURE_FORMATS)}")
         if not arr.flags.c_contiguous:
             raise ArgumentError("texture data must be C-contiguous")
-        dims, arrayed = _TEXTURE_KINDS[kind]
+        dims, arrayed, kind_code = _TEXTURE_KINDS[kind]
         base = dims + (1 if arrayed else 0)
         if arr.ndim == base + 1:
             channels = arr.shape[-1]
@@ -294,8 +295,9 @@ class Texture:
         if 0 in shape:
             raise ArgumentError(f"a texture has at least one texel along every axis, got shape {arr.shape}")
         self.data = data if isinstance(data, np.ndarray) else arr
+        # The runtime's texture description (src/emu/runtime/c_api.cpp, texture_binding).
         self.desc = [int(width), int(height), int(depth), int(slices), int(channels),
-                     _TEXTURE_FORMATS[arr.dtype.name]]
+                     _TEXTURE_FORMATS[arr.dtype.name], kind_code]
 
     def binding(self) -> Tuple[memoryview, list]:
         """The texels' bytes and the description the worker binds them with."""

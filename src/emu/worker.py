@@ -26,6 +26,7 @@ import threading
 import time
 
 REPORT_BYTES = 4096
+TEXTURE_DESC_WORDS = 7  # fastgemm.emu.Texture.desc: the runtime reads this many numbers a texture
 
 
 def _read_exact(f, n):
@@ -119,7 +120,8 @@ class Worker:
         texs = req.get("textures", [])
         ntex = len(texs)
         tex_ptrs = (ctypes.c_void_p * max(ntex, 1))(*[base + t[0] if t else None for t in texs])
-        tex_desc = (ctypes.c_uint * max(6 * ntex, 1))(*[x for t in texs for x in (t[1] if t else [0] * 6)])
+        tex_desc = (ctypes.c_uint * max(TEXTURE_DESC_WORDS * ntex, 1))(
+            *[x for t in texs for x in (t[1] if t else [0] * TEXTURE_DESC_WORDS)])
         tg = req["threadgroup_memory"]
         tg_lens = (ctypes.c_size_t * max(len(tg), 1))(*tg)
         fcs = req["constants"]
@@ -171,7 +173,7 @@ class Worker:
             err = ctypes.create_string_buffer(1024)
             for (k, lay, desc) in given[i]:
                 ptr, n = (base + lay[0], lay[1]) if lay else (None, 0)
-                tex = (ctypes.c_uint * 6)(*desc) if desc else None
+                tex = (ctypes.c_uint * TEXTURE_DESC_WORDS)(*desc) if desc else None
                 if mod.lib.fgemu_c_argbuf_set(kernel, i, addr, k, ptr, n, tex, err, len(err)):
                     return (f"buffer {i} (struct {struct_name}) id {k}: "
                             f"{err.value.decode(errors='replace')}", {})

@@ -19,8 +19,9 @@ void put(char* out, size_t n, const std::string& s) {
     std::strncpy(out, s.c_str(), n - 1);
     out[n - 1] = '\0';
 }
-// A texture's texels at ptr, described by six numbers: width, height, depth, slices,
-// channels, format (fastgemm.emu.Texture.desc).
+constexpr int kTextureDescWords = 7;  // fastgemm.emu.Texture.desc's length
+// A texture's texels at ptr, described by seven numbers: width, height, depth, slices,
+// channels, format, kind (fastgemm.emu.Texture.desc).
 fgemu::TextureBinding texture_binding(void* ptr, const unsigned* q) {
     fgemu::TextureBinding t;
     t.ptr = ptr;
@@ -30,6 +31,7 @@ fgemu::TextureBinding texture_binding(void* ptr, const unsigned* q) {
     t.slices = q[3];
     t.channels = q[4];
     t.format = fgemu::TextureBinding::Format(q[5]);
+    t.kind = fgemu::TextureBinding::Kind(q[6]);
     return t;
 }
 // The module registers on first use rather than in a static initialiser: loading it runs
@@ -101,7 +103,7 @@ FGEMU_EXPORT int fgemu_c_run(const char* kernel, const unsigned* groups, const u
         d.threads_per_threadgroup = fgemu::U3{tpg[0], tpg[1], tpg[2]};
         for (int i = 0; i < nbuf; ++i) d.buffers.push_back(fgemu::Binding{ptrs[i], sizes[i]});
         for (int i = 0; i < ntg; ++i) d.threadgroup_memory.push_back(tg_lens[i]);
-        for (int i = 0; i < ntex; ++i) d.textures.push_back(texture_binding(tex_ptrs[i], tex_desc + 6 * i));
+        for (int i = 0; i < ntex; ++i) d.textures.push_back(texture_binding(tex_ptrs[i], tex_desc + kTextureDescWords * i));
         fgemu::clear_function_constants();
         for (int i = 0; i < nfc; ++i)
             fgemu::set_function_constant(fc_index[i], fc_values[i], fc_sizes[i]);
@@ -166,7 +168,7 @@ FGEMU_EXPORT void fgemu_c_argbuf_begin() { argbuf_textures().clear(); }
 
 // Encodes [[id(id)]] of that struct at obj: from n bytes at ptr (for a pointer member, the
 // address itself), or with a texture description (width, height, depth, slices, channels,
-// format: as for fgemu_c_run) the texture whose texels are at ptr. Returns 0, or 4 with the
+// format, kind: as for fgemu_c_run) the texture whose texels are at ptr. Returns 0, or 4 with the
 // reason in err.
 FGEMU_EXPORT int fgemu_c_argbuf_set(const char* kernel, int index, void* obj, int id, void* ptr,
                                     size_t n, const unsigned* tex_desc, char* err, size_t errlen) {

@@ -598,6 +598,20 @@ size_t TextureBinding::bytes() const {
     return size_t(width) * height * depth * slices * channels * elem[format];
 }
 
+const char* texture_kind_name(TextureBinding::Kind kind) {
+    switch (kind) {
+        case TextureBinding::k1d: return "1d";
+        case TextureBinding::k1d_array: return "1d_array";
+        case TextureBinding::k2d: return "2d";
+        case TextureBinding::k2d_array: return "2d_array";
+        case TextureBinding::kcube: return "cube";
+        case TextureBinding::k3d: return "3d";
+        case TextureBinding::kbuffer: return "buffer";
+        case TextureBinding::unknown: break;
+    }
+    return "unknown";
+}
+
 const TextureBinding* bound_texture(int index) {
     const Dispatch* d = current().group->d;
     if (index < 0 || size_t(index) >= d->textures.size() || !d->textures[size_t(index)].ptr)

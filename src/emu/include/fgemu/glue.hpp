@@ -83,7 +83,10 @@ decltype(auto) bind_arg(const ArgRole& r) {
         }
     } else if (r.kind == ArgRole::texture) {
         if constexpr (metal::is_texture<Bare>::value) {
-            return Bare(bound_texture(r.index));
+            const TextureBinding* t = bound_texture(r.index);
+            if (const std::string why = metal::texture_kind_mismatch<Bare>(t); !why.empty())
+                fail("texture(" + std::to_string(r.index) + "): " + why);
+            return Bare(t);
         } else {
             fail("[[texture(n)]] on a parameter that is not a texture");
             return A(*static_cast<Bare*>(nullptr));
@@ -160,7 +163,9 @@ template <class E>
 void argbuf_store(E& e, const char* member, void* ptr, size_t n, bool texture) {
     if constexpr (metal::is_texture<E>::value) {
         if (!texture) argbuf_refuse(member, "a texture member: give a fastgemm.emu.Texture for it");
-        e = E(static_cast<const TextureBinding*>(ptr));
+        const auto* t = static_cast<const TextureBinding*>(ptr);
+        if (const std::string why = metal::texture_kind_mismatch<E>(t); !why.empty()) argbuf_refuse(member, why);
+        e = E(t);
         return;
     }
     if (texture) argbuf_refuse(member, "not a texture member, but given a Texture");

@@ -268,27 +268,38 @@ private:
 
 template <class T> struct is_texture : std::false_type {};
 
-#define FG_TEXTURE(name, dims, arrayed, depth)                                                  \
+// binds: the kind of host texture (TextureBinding::Kind) the type takes.
+#define FG_TEXTURE(name, dims, arrayed, depth, binds_kind)                                      \
     template <class T, access A = access::sample, auto... Rest>                                 \
     struct name : texture_base<T, dims, arrayed, depth> {                                       \
         using texture_base<T, dims, arrayed, depth>::texture_base;                              \
+        static constexpr ::fgemu::TextureBinding::Kind binds = ::fgemu::TextureBinding::binds_kind; \
+        static constexpr const char* metal_name = #name;                                        \
     };                                                                                          \
     template <class T, access A, auto... R>                                                     \
     struct is_texture<name<T, A, R...>> : std::true_type {};
-FG_TEXTURE(texture1d, 1, false, false)
-FG_TEXTURE(texture1d_array, 1, true, false)
-FG_TEXTURE(texture2d, 2, false, false)
-FG_TEXTURE(texture2d_array, 2, true, false)
-FG_TEXTURE(texture2d_ms, 2, false, false)
-FG_TEXTURE(texture2d_ms_array, 2, true, false)
-FG_TEXTURE(texture3d, 3, false, false)
-FG_TEXTURE(texturecube, 2, true, false)
-FG_TEXTURE(texturecube_array, 2, true, false)
-FG_TEXTURE(texture_buffer, 1, false, false)
-FG_TEXTURE(depth2d, 2, false, true)
-FG_TEXTURE(depth2d_array, 2, true, true)
-FG_TEXTURE(depthcube, 2, true, true)
-FG_TEXTURE(depth2d_ms, 2, false, true)
+FG_TEXTURE(texture1d, 1, false, false, k1d)
+FG_TEXTURE(texture1d_array, 1, true, false, k1d_array)
+FG_TEXTURE(texture2d, 2, false, false, k2d)
+FG_TEXTURE(texture2d_array, 2, true, false, k2d_array)
+FG_TEXTURE(texture2d_ms, 2, false, false, k2d)
+FG_TEXTURE(texture2d_ms_array, 2, true, false, k2d_array)
+FG_TEXTURE(texture3d, 3, false, false, k3d)
+FG_TEXTURE(texturecube, 2, true, false, kcube)
+FG_TEXTURE(texturecube_array, 2, true, false, kcube)  // one cube: six slices
+FG_TEXTURE(texture_buffer, 1, false, false, kbuffer)
+FG_TEXTURE(depth2d, 2, false, true, k2d)
+FG_TEXTURE(depth2d_array, 2, true, true, k2d_array)
+FG_TEXTURE(depthcube, 2, true, true, kcube)
+FG_TEXTURE(depth2d_ms, 2, false, true, k2d)
 #undef FG_TEXTURE
+
+// Why texture binding t cannot be bound to an argument of texture type E, or "" if it can.
+template <class E>
+std::string texture_kind_mismatch(const ::fgemu::TextureBinding* t) {
+    if (!t || t->kind == ::fgemu::TextureBinding::unknown || t->kind == E::binds) return "";
+    return std::string("a ") + ::fgemu::texture_kind_name(t->kind) + " texture cannot be bound to a " +
+           E::metal_name + " (make it Texture(data, kind=\"" + ::fgemu::texture_kind_name(E::binds) + "\"))";
+}
 
 }  // namespace metal

@@ -171,11 +171,17 @@ struct Binding {
 // x fastest, then y, z, then the array slice (or cube face).
 struct TextureBinding {
     enum Format : uint32_t { f32, f16, i32, u32, i16, u16, i8, u8 };
+    // What the host made it (fastgemm.emu.Texture's kind): an argument of a texture type
+    // that takes another kind refuses it, as Metal's validation does. unknown: not said.
+    enum Kind : uint32_t { unknown, k1d, k1d_array, k2d, k2d_array, kcube, k3d, kbuffer };
     void* ptr = nullptr;
     uint32_t width = 0, height = 1, depth = 1, slices = 1, channels = 1;
     Format format = f32;
+    Kind kind = unknown;
     size_t bytes() const;
 };
+// The name fastgemm.emu.Texture gives a kind ("2d_array", ...).
+const char* texture_kind_name(TextureBinding::Kind kind);
 
 enum class Order : int { natural = 0, reversed = 1, shuffled = 2 };
 
