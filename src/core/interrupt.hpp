@@ -1,9 +1,9 @@
 // Interrupt: lets Ctrl-C stop long native work without waiting for the call to end.
 //
 // A caller that can be interrupted (the Python face) holds an InterruptScope around a
-// native call that may run long. While any scope is alive, SIGINT counts itself in a
-// process-wide counter and then runs the handler that was installed before ours
-// (CPython's, which schedules KeyboardInterrupt). Long loops poll interrupt_requested()
+// native call that may run long. The first scope installs a SIGINT handler that counts
+// each signal in a process-wide counter and then runs the handler that was installed
+// before it (CPython's, which schedules KeyboardInterrupt). Long loops poll interrupt_requested()
 // between blocks and return early; callers see it after the kernel returns and throw
 // Interrupted, so a partial C is never reported as a result.
 //
