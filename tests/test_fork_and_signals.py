@@ -142,7 +142,8 @@ def interrupt_child(code, *args):
     """Runs `code` (which prints "ready" and then computes) in a child, sends it SIGINT
     0.7 s after "ready", and returns the first line it prints after that, the seconds
     the line took, the rest of its output (stderr appended) and its exit status."""
-    proc = subprocess.Popen([sys.executable, "-c", code] + [str(a) for a in args],
+    # -X faulthandler: a child that dies of a fault says where.
+    proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", code] + [str(a) for a in args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE)
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-2000:]
@@ -231,7 +232,7 @@ def test_sigint_stops_emulated_dispatches_promptly(kernel, n):
     out, latency, rest, returncode = interrupt_child(EMU_LATENCY_CHILD, kernel, n)
     assert out.strip() == "KeyboardInterrupt", out
     assert latency < 1.5, f"metal-emu {kernel} took {latency:.2f} s to stop"
-    assert rest.startswith("next call True\n") and returncode == 0, rest
+    assert rest.startswith("next call True\n") and returncode == 0, f"exit status {returncode}: {rest!r}"
 
 
 @posix
