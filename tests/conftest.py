@@ -2,6 +2,7 @@
 from the precision class (the same rule the native verifier uses)."""
 
 import os
+import signal
 import zlib
 
 import numpy as np
@@ -9,6 +10,14 @@ import pytest
 
 # Keep autotune measurements of the test run out of the user's cache.
 os.environ.setdefault("FASTGEMM_CACHE_DIR", os.path.join(os.path.dirname(__file__), ".cache"))
+
+# Several tests send SIGINT to child interpreters and expect KeyboardInterrupt there. An
+# ignored SIGINT survives exec, and CPython leaves it ignored: a run started in the
+# background from a script (`pytest &`, which ignores SIGINT) would give every such child
+# a deaf ear and the tests would hang until their timeouts. A handler, unlike SIG_IGN, is
+# reset by exec, so the children start with CPython's own.
+if hasattr(signal, "SIGINT") and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import fastgemm  # noqa: E402
 from fastgemm import _fastgemm  # noqa: E402

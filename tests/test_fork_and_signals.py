@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -138,6 +139,21 @@ def test_interpreter_exit_while_a_daemon_thread_computes():
 
 # --- SIGINT latency of the kernels users reach -------------------------------------------
 
+def next_line(proc, timeout):
+    """The child's next line of output; after `timeout` seconds without one, the child is
+    killed and the test fails, so a child that never reacts to its signal cannot stall
+    the run."""
+    line = []
+    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        proc.kill()
+        reader.join()
+        pytest.fail(f"no line from the child within {timeout} s")
+    return line[0]
+
+
 def interrupt_child(code, *args):
     """Runs `code` (which prints "ready" and then computes) in a child, sends it SIGINT
     0.7 s after "ready", and returns the first line it prints after that, the seconds
@@ -146,11 +162,12 @@ def interrupt_child(code, *args):
     proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", code] + [str(a) for a in args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=HERE)
     try:
-        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-2000:]
+        ready = next_line(proc, 120)
+        assert ready.strip() == "ready", f"{ready!r}: {proc.stderr.read()[-2000:]}"
         time.sleep(0.7)
         sent = time.perf_counter()
         proc.send_signal(signal.SIGINT)
-        out = proc.stdout.readline()
+        out = next_line(proc, 60)
         latency = time.perf_counter() - sent
         rest, err = finish(proc, 120)
     finally:
