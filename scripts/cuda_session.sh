@@ -12,8 +12,8 @@
 #   quick    benchmarks/cuda_shapes.py --quick (a dozen shapes of every kind)
 #   shapes   benchmarks/cuda_shapes.py, the whole suite
 #   ladder   benchmarks/cuda_ladder.py at 4096^3 (every rung, interleaved rounds)
-#   ozaki    the FP32-accurate families (fp32x3, the Ozaki rung, cuBLAS) at 4096-16384^3
-#            (sizes from $OZAKI_SIZES)
+#   ozaki    the FP32-accurate families (fp32x3, the Ozaki rung and its forms, cuBLAS) at
+#            4096-16384^3 (sizes from $OZAKI_SIZES, kernels from $OZAKI_KERNELS)
 #   gemmul8  benchmarks/gemmul8_compare.py against a GEMMul8 checkout in $GEMMUL8 (and its
 #            library built before, $GEMMUL8_LIB, if set: building it takes over 5 minutes)
 #
@@ -65,7 +65,7 @@ run_stage() {
         ladder)  stage ladder "$limit" "$py" benchmarks/cuda_ladder.py --sizes 4096 --skip-slow \
                      --json "$out/ladder.json" ;;
         ozaki)   stage ozaki "$limit" "$py" benchmarks/cuda_ladder.py --sizes "${OZAKI_SIZES:-4096,8192,16384}" \
-                     --kernels cublas,cublas_tf32,fp32x3_wgmma_128x128,ozaki_int8_128x256,async_tma_128x256 \
+                     --kernels "${OZAKI_KERNELS:-cublas,cublas_tf32,fp32x3_wgmma_128x128,ozaki_int8_128x256,ozaki_int8_128x256_fused_rows,async_tma_128x256}" \
                      --rounds 2 --json "$out/ozaki.json" ;;
         gemmul8) stage gemmul8 "$limit" "$py" benchmarks/gemmul8_compare.py \
                      --gemmul8 "${GEMMUL8:?set GEMMUL8 to a GEMMul8 checkout}" \

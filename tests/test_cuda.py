@@ -178,7 +178,7 @@ SPLIT_K = ["async_tma_128x256_splitk", "async_tma_128x128_splitk", "async_tma_64
            "tf32_wgmma_128x128_splitk", "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
              "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256",
-             "ozaki_int8_128x256_c4", "small_tile_32x32", "small_tile_64x64"] + SPLIT_K
+             "ozaki_int8_128x256_c4", "ozaki_int8_128x256_fused_rows", "small_tile_32x32", "small_tile_64x64"] + SPLIT_K
 
 
 @needs_gpu
@@ -590,6 +590,8 @@ def test_short_sums_err_no_more_than_cublas(rng, name, M, N, K, ta, tb):
 
 OZAKI = "ozaki_int8_128x256"
 OZAKI_C4 = "ozaki_int8_128x256_c4"  # clusters of four, which OZAKI takes from 8192 tiles of C on
+OZAKI_FUSED_ROWS = "ozaki_int8_128x256_fused_rows"  # one kernel scales and splits lines along k
+OZAKI_FORMS = [OZAKI, OZAKI_C4, OZAKI_FUSED_ROWS]
 
 
 def _wide(rng, *shape):
@@ -601,10 +603,10 @@ def _ozaki_cpu(A, B, **kw):
     return fastgemm.sgemm(A, B, kernel="ozaki_reference", backend="cpu", **kw)
 
 
-@pytest.mark.parametrize("name", [OZAKI, OZAKI_C4])
+@pytest.mark.parametrize("name", OZAKI_FORMS)
 def test_ozaki_rung_is_registered_and_races_in_one_form(name):
     """Rung 15 enters kernel="auto"'s race where sm_90a kernels can launch (the race keeps
-    it only where it beats fp32x3); its four-block form is the same kernel and stays out."""
+    it only where it beats fp32x3); its other forms compute the same bits and stay out."""
     info = KERNELS[name]
     assert info.precision == "fp32_ozaki" and info.ladder_step == 15
     assert info.auto_candidate == (name == OZAKI and _gpu_reason() is None and _sm90())
@@ -612,18 +614,22 @@ def test_ozaki_rung_is_registered_and_races_in_one_form(name):
 
 
 @needs_gpu
-@pytest.mark.parametrize("name", [OZAKI, OZAKI_C4])
+@pytest.mark.parametrize("name", OZAKI_FORMS)
 @pytest.mark.parametrize("inputs", ["uniform", "wide"])
 @pytest.mark.parametrize("M,N,K,ta,tb", [(64, 64, 64, False, False), (300, 260, 200, False, False),
                                          (130, 517, 1031, True, False), (257, 129, 333, False, True),
                                          (2100, 2000, 97, True, True), (2176, 2048, 520, True, False),
-                                         (128, 256, 4096, False, False)])
+                                         (128, 256, 4096, False, False), (2048, 136, 1000, False, False),
+                                         (72, 2083, 515, True, True)])
 def test_ozaki_rung_matches_the_cpu_reference_bit_for_bit(rng, name, inputs, M, N, K, ta, tb):
     """The rung runs the scheme of src/ozaki/ozaki_scheme.hpp, the CPU reference kernel
     runs it step for step: with beta == 0 every element agrees to the bit (scaling, residues,
     exact sums, CRT, unscaling, certificate, IEEE recomputation). Edge tiles, several tiles per
     block (2100 x 2000 and 2176 x 2048: 136 tiles), clusters of two and of four blocks with
-    rows of tiles that do not fill the last cluster, every transpose, both input classes."""
+    rows of tiles that do not fill the last cluster, every transpose, both input classes.
+    The last two shapes give 2048 and more lines along k, which the fused-rows form scales
+    and splits in one kernel: rows of A with 16-byte loads (K = 1000), columns of op(B)
+    with scalar ones (K = 515)."""
     gen = rand if inputs == "uniform" else _wide
     A = gen(rng, K, M) if ta else gen(rng, M, K)
     B = gen(rng, N, K) if tb else gen(rng, K, N)

@@ -20,6 +20,7 @@ constexpr int kUnroll = 8;             // loads a thread keeps in flight while i
 constexpr int kRowBlock = 256;         // threads of the row kernels: 8 lines, a warp each
 constexpr int kRowLines = kRowBlock / 32;
 constexpr int kRowChunk = 2048;        // k per block of the residue kernel for lines along k
+constexpr int64_t kWholeRowLines = 2048;  // lines along k from which one warp takes a whole line
 constexpr int kColWarps = 8;           // warps of the residue kernel for lines side by side
 constexpr int kColChunk = 128;         // k per block of that kernel: 128 bytes per line and plane
 
@@ -139,22 +140,16 @@ __device__ __forceinline__ void add_line_terms(OzakiLine& line, uint64_t norm1, 
     if (inexact) atomicOr(&line.inexact, 1u);
 }
 
-// Lines contiguous along k: a warp per line and kRowChunk values of k per block (grid.y),
-// each lane four neighbouring k per step (one 16-byte load where the line allows it), so
-// that every plane gets 128 contiguous bytes per step.
-__global__ void __launch_bounds__(kRowBlock)
-    residues_rows_kernel(LineView v, int64_t kp, bool vec4, int8_t* planes, OzakiLine* lines) {
-    const int lane = threadIdx.x % 32;
-    const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
-    if (line >= v.lines) return;
+// One lane's share of a line contiguous along k, from k_begin (a multiple of 4 x 32) below
+// k_end: lane L splits four neighbouring k per step (one 16-byte load where the line allows
+// it), so that every plane gets 128 contiguous bytes per warp and step. Two steps per
+// iteration keep two loads in flight before the first stores.
+__device__ __forceinline__ void split_row_range(const LineView& v, int64_t line, int64_t kp, int64_t k_begin,
+                                                int64_t k_end, int lane, bool vec4, double f, int8_t* planes,
+                                                uint64_t& norm1, bool& inexact) {
     const float* src = v.src + line * v.ls;
-    const double f = lines[line].factor;
     const bool scalable = !isnan(f);
-    const int64_t k_end = min(kp, int64_t(blockIdx.y + 1) * kRowChunk);
-    bool inexact = false;
-    uint64_t norm1 = 0;
-    // Two steps per iteration: two loads in flight before the first stores.
-    for (int64_t k0 = int64_t(blockIdx.y) * kRowChunk + 4 * lane; k0 < k_end; k0 += 2 * 4 * 32) {
+    for (int64_t k0 = k_begin + 4 * lane; k0 < k_end; k0 += 2 * 4 * 32) {
         float a[2][4];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -178,9 +173,50 @@ __global__ void __launch_bounds__(kRowBlock)
                 *reinterpret_cast<uint32_t*>(planes + (int64_t(l) * v.lines + line) * kp + k) = word[l];
         }
     }
+}
+
+// Lines contiguous along k: a warp per line and kRowChunk values of k per block (grid.y);
+// the blocks of a line add their shares of its bound terms.
+__global__ void __launch_bounds__(kRowBlock)
+    residues_rows_kernel(LineView v, int64_t kp, bool vec4, int8_t* planes, OzakiLine* lines) {
+    const int lane = threadIdx.x % 32;
+    const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
+    if (line >= v.lines) return;
+    const int64_t k_begin = int64_t(blockIdx.y) * kRowChunk, k_end = min(kp, k_begin + kRowChunk);
+    bool inexact = false;
+    uint64_t norm1 = 0;
+    split_row_range(v, line, kp, k_begin, k_end, lane, vec4, lines[line].factor, planes, norm1, inexact);
     for (int w = 16; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
     inexact = __any_sync(0xffffffffu, inexact);
     if (lane == 0) add_line_terms(lines[line], norm1, inexact);
+}
+
+// Lines contiguous along k, both steps in one kernel: a warp sums its line's squares as
+// line_sums_rows_kernel does (the same partials and tree, so the same factor), then splits
+// the whole line, reading it the second time from L1 or L2 rather than from memory. The
+// warp owns the line's record outright: no atomics, and A is fetched from memory once.
+// Used from kWholeRowLines lines on, where a warp per whole line still gives every SM
+// several blocks; below that the two kernels split K over blocks instead.
+__global__ void __launch_bounds__(kRowBlock)
+    scale_and_split_rows_kernel(LineView v, double R, int64_t kp, bool vec4, int8_t* planes, OzakiLine* lines) {
+    const int lane = threadIdx.x % 32;
+    const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
+    if (line >= v.lines) return;  // the whole warp
+    double partial = partial_sum_of_squares(v.src + line * v.ls, 1, lane, v.K);
+    for (int w = kLanes / 2; w >= 1; w /= 2) partial += __shfl_down_sync(0xffffffffu, partial, w);
+    const oz::LineScale s = oz::line_scale(__shfl_sync(0xffffffffu, partial, 0), R);  // lane 0 holds the sum
+    bool inexact = false;
+    uint64_t norm1 = 0;
+    split_row_range(v, line, kp, 0, kp, lane, vec4, s.factor, planes, norm1, inexact);
+    for (int w = 16; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
+    inexact = __any_sync(0xffffffffu, inexact);
+    if (lane == 0) {
+        OzakiLine& out = lines[line];
+        out.factor = s.factor;
+        out.inverse = s.inverse;
+        out.norm1 = norm1;
+        out.inexact = inexact;
+    }
 }
 
 // Lines side by side: a block owns 32 lines and kColChunk = 128 values of k (grid.y).
@@ -235,11 +271,16 @@ __global__ void __launch_bounds__(kLanes* kColWarps)
 }
 
 void scale_and_split(const LineView& v, bool k_contiguous, int64_t kp, int8_t* planes, OzakiLine* lines,
-                     cudaStream_t stream) {
+                     RowPass row_pass, cudaStream_t stream) {
     const double R = oz::norm_bound(v.K);
     if (k_contiguous) {
         const unsigned grid = unsigned((v.lines + kRowLines - 1) / kRowLines);
         const bool vec4 = v.ls % 4 == 0 && (reinterpret_cast<uintptr_t>(v.src) & 15) == 0;
+        if (row_pass == RowPass::one_kernel && v.lines >= kWholeRowLines) {
+            scale_and_split_rows_kernel<<<grid, kRowBlock, 0, stream>>>(v, R, kp, vec4, planes, lines);
+            FASTGEMM_CUDA_CHECK_LAUNCH();
+            return;
+        }
         line_sums_rows_kernel<<<grid, kRowBlock, 0, stream>>>(v, R, lines);
         FASTGEMM_CUDA_CHECK_LAUNCH();
         const dim3 chunks(grid, unsigned((kp + kRowChunk - 1) / kRowChunk));
@@ -276,7 +317,7 @@ EncodeTiled encode_tiled() {
 
 }  // namespace
 
-OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, RowPass row_pass) {
     const Problem& q = p.problem;
     OzakiOperands o;
     o.kp = (q.K + kLanes - 1) / kLanes * kLanes;
@@ -287,8 +328,8 @@ OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t strea
     // B[k * ldb + j], or B[j * ldb + k] when transposed.
     const LineView a{p.A, q.M, q.K, q.trans_a ? 1 : q.lda, q.trans_a ? q.lda : 1};
     const LineView b{p.B, q.N, q.K, q.trans_b ? q.ldb : 1, q.trans_b ? 1 : q.ldb};
-    scale_and_split(a, !q.trans_a, o.kp, a_planes, lines, stream);
-    scale_and_split(b, q.trans_b, o.kp, b_planes, lines + q.M, stream);
+    scale_and_split(a, !q.trans_a, o.kp, a_planes, lines, row_pass, stream);
+    scale_and_split(b, q.trans_b, o.kp, b_planes, lines + q.M, row_pass, stream);
     o.a_planes = a_planes, o.b_planes = b_planes, o.rows = lines, o.cols = lines + q.M;
     return o;
 }

@@ -13,7 +13,8 @@
 // along k) and for lines side by side (lanes across 32 neighbouring lines, so that every
 // warp-wide load is one 128-byte row), so that global reads are coalesced whatever the
 // transposes; the residue kernels split K over blocks as well, and add their shares of a
-// line's bound terms with atomics (integer sums: the same in any order). The integer
+// line's bound terms with atomics (integer sums: the same in any order). Lines along k can
+// instead take one kernel for both steps (RowPass::one_kernel, below). The integer
 // arithmetic avoids the conversion unit (16 instructions a clock per SM on sm_90). The pass
 // reads each operand twice and writes 7 bytes per element: memory-bound, O(size) beside the
 // GEMM's O(size^1.5).
@@ -48,8 +49,14 @@ struct OzakiOperands {
     const OzakiLine* cols = nullptr;   // N lines of op(B)
 };
 
+// How lines contiguous along k are scaled and split: by the two kernels, or (from 2048 such
+// lines on) by one kernel that reads each line from memory once and the second time from
+// cache. Both give the same bits.
+enum class RowPass { two_kernels, one_kernel };
+
 // Workspace slots 0 (A's planes), 1 (B's planes) and 2 (line records). Queued on `stream`.
-OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws);
+OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws,
+                                     RowPass row_pass = RowPass::two_kernels);
 
 // A TMA map over the kModuli planes of `lines` x kp int8 (a 3D tensor: k, line, plane), boxes
 // of 128 k x box_lines lines x 1 plane with the 128-byte swizzle; zeros outside.

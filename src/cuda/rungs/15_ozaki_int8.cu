@@ -579,7 +579,8 @@ constexpr int64_t kQuadClusterTiles = 8192;
 
 // The rung with clusters of `cluster` blocks (2 or 4) along M; a single row of tiles has no
 // partner and runs without clusters.
-void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stream, Workspace& ws, int cluster) {
+void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stream, Workspace& ws, int cluster,
+                    RowPass row_pass = RowPass::two_kernels) {
     const Problem& q = p.problem;
     require_sm90(name, "wgmma and TMA");
     if (q.M == 0 || q.N == 0) return;
@@ -587,7 +588,7 @@ void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stre
         scale_c(p.C, q.M, q.N, q.ldc, q.beta, stream);
         return;
     }
-    const OzakiOperands ops = prepare_ozaki_operands(p, stream, ws);
+    const OzakiOperands ops = prepare_ozaki_operands(p, stream, ws, row_pass);
     OzakiArgs args;
     args.p = p;
     args.rows = ops.rows, args.cols = ops.cols;
@@ -608,12 +609,20 @@ void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stre
     gemm_ieee_listed(p, args.fallback, int(regions), oz::kRegion, oz::kRegion, stream);
 }
 
+// Clusters of four for the largest problems, of two below.
+int cluster_for(const Problem& q) {
+    const int64_t tiles_m = ceil_div(q.M, Cfg::BM), tiles = tiles_m * ceil_div(q.N, Cfg::BN);
+    return tiles >= kQuadClusterTiles && tiles_m >= 4 ? 4 : 2;
+}
+
 }  // namespace
 
 void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
-    const Problem& q = p.problem;
-    const int64_t tiles_m = ceil_div(q.M, Cfg::BM), tiles = tiles_m * ceil_div(q.N, Cfg::BN);
-    run_ozaki_int8("ozaki_int8_128x256", p, stream, ws, tiles >= kQuadClusterTiles && tiles_m >= 4 ? 4 : 2);
+    run_ozaki_int8("ozaki_int8_128x256", p, stream, ws, cluster_for(p.problem));
+}
+
+void launch_ozaki_int8_128x256_fused_rows(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    run_ozaki_int8("ozaki_int8_128x256_fused_rows", p, stream, ws, cluster_for(p.problem), RowPass::one_kernel);
 }
 
 void launch_ozaki_int8_128x256_c4(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
