@@ -146,7 +146,7 @@ struct FiberPool {
     }
     void give(std::vector<std::unique_ptr<Fiber>> s, size_t keep_sets) {
         std::lock_guard<std::mutex> lock(mu);
-        if (free_sets.size() < keep_sets && s.front() && s.size() > 0) free_sets.push_back(std::move(s));
+        if (!s.empty() && s.front() && free_sets.size() < keep_sets) free_sets.push_back(std::move(s));
     }
 };
 FiberPool& fiber_pool() {
