@@ -65,7 +65,7 @@ run_stage() {
         ladder)  stage ladder "$limit" "$py" benchmarks/cuda_ladder.py --sizes 4096 --skip-slow \
                      --json "$out/ladder.json" ;;
         ozaki)   stage ozaki "$limit" "$py" benchmarks/cuda_ladder.py --sizes "${OZAKI_SIZES:-4096,8192,16384}" \
-                     --kernels "${OZAKI_KERNELS:-cublas,cublas_tf32,fp32x3_wgmma_128x128,ozaki_int8_128x256,ozaki_int8_128x256_fused_rows,async_tma_128x256}" \
+                     --kernels "${OZAKI_KERNELS:-cublas,cublas_tf32,fp32x3_wgmma_128x128,ozaki_int8_128x256,ozaki_int8_128x256_fused_rows,ozaki_int8_128x256_resident,async_tma_128x256}" \
                      --rounds 2 --json "$out/ozaki.json" ;;
         gemmul8) stage gemmul8 "$limit" "$py" benchmarks/gemmul8_compare.py \
                      --gemmul8 "${GEMMUL8:?set GEMMUL8 to a GEMMul8 checkout}" \

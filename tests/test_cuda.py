@@ -178,7 +178,8 @@ SPLIT_K = ["async_tma_128x256_splitk", "async_tma_128x128_splitk", "async_tma_64
            "tf32_wgmma_128x128_splitk", "fp32x3_wgmma_128x128_splitk"]
 ANY_SHAPE = ["naive", "coalesced", "smem_tiling_32x32", "async_tma_128x256", "async_tma_256x128", "async_tma_128x128",
              "tf32_mma_sync_128x128", "tf32_wgmma_256x128", "fp32x3_wgmma_128x128", "ozaki_int8_128x256",
-             "ozaki_int8_128x256_c4", "ozaki_int8_128x256_fused_rows", "small_tile_32x32", "small_tile_64x64"] + SPLIT_K
+             "ozaki_int8_128x256_c4", "ozaki_int8_128x256_fused_rows", "ozaki_int8_128x256_resident",
+             "small_tile_32x32", "small_tile_64x64"] + SPLIT_K
 
 
 @needs_gpu
@@ -591,7 +592,8 @@ def test_short_sums_err_no_more_than_cublas(rng, name, M, N, K, ta, tb):
 OZAKI = "ozaki_int8_128x256"
 OZAKI_C4 = "ozaki_int8_128x256_c4"  # clusters of four, which OZAKI takes from 8192 tiles of C on
 OZAKI_FUSED_ROWS = "ozaki_int8_128x256_fused_rows"  # one kernel scales and splits lines along k
-OZAKI_FORMS = [OZAKI, OZAKI_C4, OZAKI_FUSED_ROWS]
+OZAKI_RESIDENT = "ozaki_int8_128x256_resident"  # the operand pass reads each operand once (K <= 8192)
+OZAKI_FORMS = [OZAKI, OZAKI_C4, OZAKI_FUSED_ROWS, OZAKI_RESIDENT]
 
 
 def _wide(rng, *shape):
@@ -620,16 +622,19 @@ def test_ozaki_rung_is_registered_and_races_in_one_form(name):
                                          (130, 517, 1031, True, False), (257, 129, 333, False, True),
                                          (2100, 2000, 97, True, True), (2176, 2048, 520, True, False),
                                          (128, 256, 4096, False, False), (2048, 136, 1000, False, False),
-                                         (72, 2083, 515, True, True)])
+                                         (72, 2083, 515, True, True), (64, 96, 6000, False, False),
+                                         (96, 72, 8192, True, False), (40, 48, 9000, False, True)])
 def test_ozaki_rung_matches_the_cpu_reference_bit_for_bit(rng, name, inputs, M, N, K, ta, tb):
     """The rung runs the scheme of src/ozaki/ozaki_scheme.hpp, the CPU reference kernel
     runs it step for step: with beta == 0 every element agrees to the bit (scaling, residues,
     exact sums, CRT, unscaling, certificate, IEEE recomputation). Edge tiles, several tiles per
     block (2100 x 2000 and 2176 x 2048: 136 tiles), clusters of two and of four blocks with
     rows of tiles that do not fill the last cluster, every transpose, both input classes.
-    The last two shapes give 2048 and more lines along k, which the fused-rows form scales
-    and splits in one kernel: rows of A with 16-byte loads (K = 1000), columns of op(B)
-    with scalar ones (K = 515)."""
+    2048 x 136 x 1000 and 72 x 2083 x 515 give 2048 and more lines along k, which the
+    fused-rows form scales and splits in one kernel: rows of A with 16-byte loads, columns
+    of op(B) with scalar ones. The resident form's clusters take 1 to 8 blocks (5 for
+    K = 1031) and chunks of 128 to 1024 values of k (K = 6000 and 8192); K = 9000 is
+    beyond it, and takes the two kernels."""
     gen = rand if inputs == "uniform" else _wide
     A = gen(rng, K, M) if ta else gen(rng, M, K)
     B = gen(rng, N, K) if tb else gen(rng, K, N)
@@ -674,10 +679,11 @@ def test_ozaki_rung_recomputes_what_the_moduli_cannot_carry(rng):
 
 
 @needs_gpu
+@pytest.mark.parametrize("name", OZAKI_FORMS)
 @pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.5, -0.5)])
-def test_ozaki_rung_nonfinite_lines_and_beta(rng, alpha, beta):
+def test_ozaki_rung_nonfinite_lines_and_beta(rng, name, alpha, beta):
     """A NaN or an Inf makes its line's scale NaN: every region it reaches goes to the IEEE
-    kernel, which must still see the C it was given when beta != 0."""
+    kernel, which must still see the C it was given when beta != 0. Every operand pass."""
     M, N, K = 1100, 700, 300
     A, B, C0 = rand(rng, M, K), rand(rng, K, N), rand(rng, M, N)
     A[1000, 7] = np.inf
@@ -686,7 +692,7 @@ def test_ozaki_rung_nonfinite_lines_and_beta(rng, alpha, beta):
     B[9, :] = 0.0
     A[500, 9] = np.inf  # meets the zero row of B: row 500 of C is NaN
     C = C0.copy()
-    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel=OZAKI, backend="cuda")
+    fastgemm.sgemm(A, B, C, alpha=alpha, beta=beta, kernel=name, backend="cuda")
     ref = ieee_reference(A, B, C0, alpha, beta, False, False)
     for test, what in ((np.isnan, "NaN"), (np.isposinf, "+Inf"), (np.isneginf, "-Inf")):
         assert np.array_equal(test(C), test(ref)), f"{what} pattern differs"

@@ -63,6 +63,7 @@ void launch_fp32x3_skinny_n64(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_ozaki_int8_128x256(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/15_ozaki_int8.cu
 void launch_ozaki_int8_128x256_c4(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_ozaki_int8_128x256_fused_rows(const DeviceOperands&, cudaStream_t, Workspace&);
+void launch_ozaki_int8_128x256_resident(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_small_tile_32x32(const DeviceOperands&, cudaStream_t, Workspace&);  // rungs/16_small_tile.cu
 void launch_small_tile_64x64(const DeviceOperands&, cudaStream_t, Workspace&);
 void launch_cublas(const DeviceOperands&, cudaStream_t, Workspace&);  // cublas_baseline.cpp

@@ -236,7 +236,7 @@ std::vector<LadderEntry> build() {
     // Rung 15: fp32_ozaki, FP32 accuracy from exact INT8 residue products. A candidate for
     // kernel="auto": the tuning race decides per shape class (faster than fp32x3 from about
     // 4096^3 up, several times slower on small and skinny shapes); its four-block form and
-    // its form with a one-kernel pass for lines along k are the same product and stay out.
+    // its forms with other operand passes are the same product and stay out.
     add(auto_candidate(hopper_only(
         rung("ozaki_int8_128x256", 15, Precision::fp32_ozaki, launch_ozaki_int8_128x256, "15_ozaki_int8.cu",
              "7 int8 residue GEMMs (wgmma m64n256k32 s8 x s8, TMA ring) summed exactly, reduced mod m "
@@ -254,6 +254,13 @@ std::vector<LadderEntry> build() {
                          "ozaki_int8_128x256 whose operand pass scales and splits lines along k in one "
                          "kernel (from 2048 such lines on), reading each from memory once; the same "
                          "bits; any shape",
+                         {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"stages", 4}, {"moduli", 7}, {"region", 64}})));
+    add(hopper_only(rung("ozaki_int8_128x256_resident", 15, Precision::fp32_ozaki,
+                         launch_ozaki_int8_128x256_resident, "15_ozaki_int8.cu",
+                         "ozaki_int8_128x256 whose operand pass reads each operand from memory once: "
+                         "clusters of up to 8 blocks hold 32 lines' k in shared memory, carry the line "
+                         "sums from block to block in k order and split from there (K <= 8192; the "
+                         "same bits); any shape",
                          {{"BM", 128}, {"BN", 256}, {"BK", 128}, {"stages", 4}, {"moduli", 7}, {"region", 64}})));
 
     // Rung 16: small problems, tiles small enough to give the GPU blocks; every layout.

@@ -4,8 +4,12 @@
 #include <mutex>
 #include <string>
 
+#include <cooperative_groups.h>
+
 #include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_common.cuh"
 #include "cuda/common/ozaki_residue.cuh"
+#include "cuda/common/residency.hpp"
 #include "ozaki/ozaki_scheme.hpp"
 
 namespace fastgemm {
@@ -23,6 +27,14 @@ constexpr int kRowChunk = 2048;        // k per block of the residue kernel for 
 constexpr int64_t kWholeRowLines = 2048;  // lines along k from which one warp takes a whole line
 constexpr int kColWarps = 8;           // warps of the residue kernel for lines side by side
 constexpr int kColChunk = 128;         // k per block of that kernel: 128 bytes per line and plane
+// The resident form (OperandPass::resident): a cluster of up to kResidentMaxBlocks blocks per
+// 32 lines, each block a chunk of k (a power-of-two multiple of 128, at most
+// kResidentMaxChunk: 32 lines of it are 132 KB of shared memory).
+constexpr int kResidentThreads = 256;
+constexpr int kResidentWarps = kResidentThreads / 32;
+constexpr int kResidentMaxBlocks = 8;  // the portable cluster size
+constexpr int64_t kResidentMaxChunk = 1024;
+constexpr int kResidentPad = 4;  // floats after each line's chunk: rows stay 16-byte aligned
 
 // Element k of a line: src[line * ls + k * ks]. Row kernels take lines contiguous along k
 // (ks == 1); column kernels lines side by side (ls == 1), k strided.
@@ -270,13 +282,173 @@ __global__ void __launch_bounds__(kLanes* kColWarps)
     }
 }
 
+// Lines x (0..31) of a cluster's 32, k0 + kk of a block's chunk: tile[x * pitch + kk], with
+// pitch = chunk + kResidentPad.
+//
+// Why the sums are carried: a line's factor must round exactly as the canonical order does,
+// partial p adding k = p, p + 32, ... in increasing k from 0.0 (oz::kSumLanes partials). A
+// chunk is a multiple of 32 values of k, so block r continues every partial where block
+// r - 1 left it: the blocks take turns (one cluster barrier each), block r adding its
+// chunk/32 values per partial to what it reads from block r - 1's shared memory. Values
+// of k at or beyond K are zero in the tile and add nothing. The last block then combines
+// the 32 partials with the canonical tree and publishes the factors; every block splits
+// its chunk from shared memory (the same split_quad as the residue kernels), and block 0
+// adds the blocks' 1-norms and inexact flags into each line's record.
+__global__ void __launch_bounds__(kResidentThreads)
+    scale_and_split_resident_kernel(LineView v, double R, int64_t kp, int64_t chunk, bool along_k, bool vec4,
+                                    int8_t* planes, OzakiLine* lines) {
+    namespace cg = cooperative_groups;
+    extern __shared__ __align__(16) float tile[];
+    __shared__ double carry[kLanes][kLanes + 1];  // [p][x]: partial p of line x, as this block leaves it
+    __shared__ double scale[2][kLanes];           // factor and 1 / factor of line x (the last block's)
+    __shared__ unsigned long long norm_share[kLanes];
+    __shared__ unsigned inexact_share[kLanes];
+    const cg::cluster_group cluster = cg::this_cluster();
+    const int rank = int(cluster.block_rank()), blocks = int(cluster.num_blocks());
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int64_t l0 = int64_t(blockIdx.x / blocks) * kLanes, k0 = rank * chunk;
+    const int64_t pitch = chunk + kResidentPad;
+
+    // The chunk into shared memory, zeros outside the operand. Every thread reaches every
+    // cluster barrier below: nothing returns early.
+    if (along_k) {  // a warp per line, 16 bytes a lane where the line allows it
+        for (int x = warp; x < kLanes; x += kResidentWarps) {
+            const int64_t line = l0 + x;
+            for (int64_t kk = 4 * lane; kk < chunk; kk += 4 * 32) {
+                const int64_t k = k0 + kk;
+                float* dst = tile + x * pitch + kk;
+                if (line < v.lines && vec4 && k + 3 < v.K) {
+                    cp_async_16(dst, v.src + line * v.ls + k);
+                } else {
+                    for (int e = 0; e < 4; ++e) {
+                        if (line < v.lines && k + e < v.K) cp_async_4(dst + e, v.src + line * v.ls + k + e);
+                        else dst[e] = 0.0f;
+                    }
+                }
+            }
+        }
+    } else {  // lane x takes line l0 + x: every warp-wide copy is one 128-byte row of the operand
+        const int64_t line = l0 + lane;
+        for (int64_t kk = warp; kk < chunk; kk += kResidentWarps) {
+            const int64_t k = k0 + kk;
+            float* dst = tile + lane * pitch + kk;
+            if (line < v.lines && k < v.K) cp_async_4(dst, v.src + k * v.ks + line);
+            else *dst = 0.0f;
+        }
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // The blocks' turns: thread (warp, lane) carries partials warp + 8 i of line lane.
+    constexpr int kPerThread = kLanes / kResidentWarps;
+    for (int turn = 0; turn < blocks; ++turn) {
+        if (turn == rank) {
+            double partial[kPerThread];
+            const double* before = rank > 0 ? cluster.map_shared_rank(&carry[0][0], rank - 1) : nullptr;
+#pragma unroll
+            for (int i = 0; i < kPerThread; ++i)
+                partial[i] = before ? before[(warp + kResidentWarps * i) * (kLanes + 1) + lane] : 0.0;
+            for (int64_t j = 0; j < chunk; j += kLanes) {
+#pragma unroll
+                for (int i = 0; i < kPerThread; ++i) {
+                    const double a = tile[lane * pitch + j + warp + kResidentWarps * i];
+                    partial[i] += a * a;  // exact square; one rounding, as in partial_sum_of_squares
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < kPerThread; ++i) carry[warp + kResidentWarps * i][lane] = partial[i];
+        }
+        cluster.sync();
+    }
+    if (rank == blocks - 1) {  // the canonical tree over each line's 32 partials, then its scale
+        for (int x = warp; x < kLanes; x += kResidentWarps) {
+            double sum = carry[lane][x];
+            for (int d = kLanes / 2; d >= 1; d /= 2) sum += __shfl_down_sync(0xffffffffu, sum, d);
+            if (lane == 0) {
+                const oz::LineScale ls = oz::line_scale(sum, R);
+                scale[0][x] = ls.factor;
+                scale[1][x] = ls.inverse;
+            }
+        }
+    }
+    cluster.sync();
+
+    // Every block splits its chunk below kp: a warp per line, 128 contiguous bytes per plane
+    // and step, as residues_rows_kernel writes them.
+    const double* factors = cluster.map_shared_rank(&scale[0][0], blocks - 1);
+    const int64_t k_end = min(chunk, kp - k0);
+    for (int x = warp; x < kLanes; x += kResidentWarps) {
+        const int64_t line = l0 + x;
+        if (line >= v.lines) break;  // the whole warp: x grows with the loop
+        const double f = factors[x];
+        const bool scalable = !isnan(f);
+        uint64_t norm1 = 0;
+        bool inexact = false;
+        for (int64_t kk = 4 * lane; kk < k_end; kk += 4 * 32) {
+            const float4 q = *reinterpret_cast<const float4*>(tile + x * pitch + kk);
+            const float a[4] = {q.x, q.y, q.z, q.w};
+            uint32_t word[oz::kModuli];
+            split_quad(a, f, scalable, word, norm1, inexact);
+#pragma unroll
+            for (int l = 0; l < oz::kModuli; ++l)
+                *reinterpret_cast<uint32_t*>(planes + (int64_t(l) * v.lines + line) * kp + k0 + kk) = word[l];
+        }
+        for (int w = 16; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
+        inexact = __any_sync(0xffffffffu, inexact);
+        if (lane == 0) norm_share[x] = norm1, inexact_share[x] = inexact;
+    }
+    cluster.sync();
+    if (rank == 0 && warp == 0 && l0 + lane < v.lines) {
+        unsigned long long norm1 = 0;
+        unsigned inexact = 0;
+        for (int r = 0; r < blocks; ++r) {
+            norm1 += *cluster.map_shared_rank(&norm_share[lane], r);
+            inexact |= *cluster.map_shared_rank(&inexact_share[lane], r);
+        }
+        OzakiLine& out = lines[l0 + lane];
+        out.factor = factors[lane];
+        out.inverse = factors[kLanes + lane];
+        out.norm1 = norm1;
+        out.inexact = inexact;
+    }
+    cluster.sync();  // no block leaves while block 0 reads its shared memory
+}
+
+// The resident form's launch, or false where it does not apply (K beyond 8 chunks of
+// kResidentMaxChunk, or no cluster of its size fits).
+bool scale_and_split_resident(const LineView& v, bool along_k, bool vec4, double R, int64_t kp, int8_t* planes,
+                              OzakiLine* lines, cudaStream_t stream) {
+    int64_t chunk = 128;
+    while (chunk < kResidentMaxChunk && (kp + chunk - 1) / chunk > kResidentMaxBlocks) chunk *= 2;
+    const int blocks = int((kp + chunk - 1) / chunk);
+    if (blocks > kResidentMaxBlocks) return false;
+    const int smem = int(kLanes * (chunk + kResidentPad) * int64_t(sizeof(float)));
+    if (resident_clusters(scale_and_split_resident_kernel, kResidentThreads, smem, blocks) < 1) return false;
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = unsigned(blocks), cluster.val.clusterDim.y = 1, cluster.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(unsigned((v.lines + kLanes - 1) / kLanes * blocks));
+    config.blockDim = dim3(kResidentThreads);
+    config.dynamicSmemBytes = size_t(smem);
+    config.stream = stream;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    FASTGEMM_CUDA_CHECK(cudaLaunchKernelEx(&config, scale_and_split_resident_kernel, v, R, kp, chunk, along_k, vec4,
+                                           planes, lines));
+    return true;
+}
+
 void scale_and_split(const LineView& v, bool k_contiguous, int64_t kp, int8_t* planes, OzakiLine* lines,
-                     RowPass row_pass, cudaStream_t stream) {
+                     OperandPass pass, cudaStream_t stream) {
     const double R = oz::norm_bound(v.K);
+    const bool vec4 = k_contiguous && v.ls % 4 == 0 && (reinterpret_cast<uintptr_t>(v.src) & 15) == 0;
+    if (pass == OperandPass::resident && scale_and_split_resident(v, k_contiguous, vec4, R, kp, planes, lines, stream))
+        return;
     if (k_contiguous) {
         const unsigned grid = unsigned((v.lines + kRowLines - 1) / kRowLines);
-        const bool vec4 = v.ls % 4 == 0 && (reinterpret_cast<uintptr_t>(v.src) & 15) == 0;
-        if (row_pass == RowPass::one_kernel && v.lines >= kWholeRowLines) {
+        if (pass == OperandPass::fused_rows && v.lines >= kWholeRowLines) {
             scale_and_split_rows_kernel<<<grid, kRowBlock, 0, stream>>>(v, R, kp, vec4, planes, lines);
             FASTGEMM_CUDA_CHECK_LAUNCH();
             return;
@@ -317,7 +489,7 @@ EncodeTiled encode_tiled() {
 
 }  // namespace
 
-OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, RowPass row_pass) {
+OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws, OperandPass pass) {
     const Problem& q = p.problem;
     OzakiOperands o;
     o.kp = (q.K + kLanes - 1) / kLanes * kLanes;
@@ -328,8 +500,8 @@ OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t strea
     // B[k * ldb + j], or B[j * ldb + k] when transposed.
     const LineView a{p.A, q.M, q.K, q.trans_a ? 1 : q.lda, q.trans_a ? q.lda : 1};
     const LineView b{p.B, q.N, q.K, q.trans_b ? q.ldb : 1, q.trans_b ? 1 : q.ldb};
-    scale_and_split(a, !q.trans_a, o.kp, a_planes, lines, row_pass, stream);
-    scale_and_split(b, q.trans_b, o.kp, b_planes, lines + q.M, row_pass, stream);
+    scale_and_split(a, !q.trans_a, o.kp, a_planes, lines, pass, stream);
+    scale_and_split(b, q.trans_b, o.kp, b_planes, lines + q.M, pass, stream);
     o.a_planes = a_planes, o.b_planes = b_planes, o.rows = lines, o.cols = lines + q.M;
     return o;
 }

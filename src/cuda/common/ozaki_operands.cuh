@@ -13,8 +13,8 @@
 // along k) and for lines side by side (lanes across 32 neighbouring lines, so that every
 // warp-wide load is one 128-byte row), so that global reads are coalesced whatever the
 // transposes; the residue kernels split K over blocks as well, and add their shares of a
-// line's bound terms with atomics (integer sums: the same in any order). Lines along k can
-// instead take one kernel for both steps (RowPass::one_kernel, below). The integer
+// line's bound terms with atomics (integer sums: the same in any order). Other forms take
+// one kernel for both steps (OperandPass, below). The integer
 // arithmetic avoids the conversion unit (16 instructions a clock per SM on sm_90). The pass
 // reads each operand twice and writes 7 bytes per element: memory-bound, O(size) beside the
 // GEMM's O(size^1.5).
@@ -49,14 +49,20 @@ struct OzakiOperands {
     const OzakiLine* cols = nullptr;   // N lines of op(B)
 };
 
-// How lines contiguous along k are scaled and split: by the two kernels, or (from 2048 such
-// lines on) by one kernel that reads each line from memory once and the second time from
-// cache. Both give the same bits.
-enum class RowPass { two_kernels, one_kernel };
+// The forms of the pass; all give the same bits.
+//  - two_kernels: line sums, then residues, for every layout (the rung's form).
+//  - fused_rows: lines contiguous along k, from 2048 of them on, in one kernel that reads
+//    each line from memory once and the second time from cache; other lines as above.
+//  - resident: one kernel per operand in clusters of up to eight blocks, each block holding
+//    its share of k for 32 lines in shared memory: the operand is read from memory once,
+//    the line sums are carried from block to block in the order of k (so that they round
+//    as the canonical order does), and every block splits its share from shared memory.
+//    For K up to 8192; longer K takes the two kernels.
+enum class OperandPass { two_kernels, fused_rows, resident };
 
 // Workspace slots 0 (A's planes), 1 (B's planes) and 2 (line records). Queued on `stream`.
 OzakiOperands prepare_ozaki_operands(const DeviceOperands& p, cudaStream_t stream, Workspace& ws,
-                                     RowPass row_pass = RowPass::two_kernels);
+                                     OperandPass pass = OperandPass::two_kernels);
 
 // A TMA map over the kModuli planes of `lines` x kp int8 (a 3D tensor: k, line, plane), boxes
 // of 128 k x box_lines lines x 1 plane with the 128-byte swizzle; zeros outside.

@@ -580,7 +580,7 @@ constexpr int64_t kQuadClusterTiles = 8192;
 // The rung with clusters of `cluster` blocks (2 or 4) along M; a single row of tiles has no
 // partner and runs without clusters.
 void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stream, Workspace& ws, int cluster,
-                    RowPass row_pass = RowPass::two_kernels) {
+                    OperandPass pass = OperandPass::two_kernels) {
     const Problem& q = p.problem;
     require_sm90(name, "wgmma and TMA");
     if (q.M == 0 || q.N == 0) return;
@@ -588,7 +588,7 @@ void run_ozaki_int8(const char* name, const DeviceOperands& p, cudaStream_t stre
         scale_c(p.C, q.M, q.N, q.ldc, q.beta, stream);
         return;
     }
-    const OzakiOperands ops = prepare_ozaki_operands(p, stream, ws, row_pass);
+    const OzakiOperands ops = prepare_ozaki_operands(p, stream, ws, pass);
     OzakiArgs args;
     args.p = p;
     args.rows = ops.rows, args.cols = ops.cols;
@@ -622,7 +622,11 @@ void launch_ozaki_int8_128x256(const DeviceOperands& p, cudaStream_t stream, Wor
 }
 
 void launch_ozaki_int8_128x256_fused_rows(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
-    run_ozaki_int8("ozaki_int8_128x256_fused_rows", p, stream, ws, cluster_for(p.problem), RowPass::one_kernel);
+    run_ozaki_int8("ozaki_int8_128x256_fused_rows", p, stream, ws, cluster_for(p.problem), OperandPass::fused_rows);
+}
+
+void launch_ozaki_int8_128x256_resident(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
+    run_ozaki_int8("ozaki_int8_128x256_resident", p, stream, ws, cluster_for(p.problem), OperandPass::resident);
 }
 
 void launch_ozaki_int8_128x256_c4(const DeviceOperands& p, cudaStream_t stream, Workspace& ws) {
