@@ -13,11 +13,11 @@
 // along k) and for lines side by side (lanes across 32 neighbouring lines, so that every
 // warp-wide load is one 128-byte row), so that global reads are coalesced whatever the
 // transposes; the residue kernels split K over blocks as well, and add their shares of a
-// line's bound terms with atomics (integer sums: the same in any order). Other forms take
-// one kernel for both steps (OperandPass, below). The integer
-// arithmetic avoids the conversion unit (16 instructions a clock per SM on sm_90). The pass
-// reads each operand twice and writes 7 bytes per element: memory-bound, O(size) beside the
-// GEMM's O(size^1.5).
+// line's bound terms with atomics (integer sums: the same in any order). The integer
+// arithmetic avoids the conversion unit (16 instructions a clock per SM on sm_90). This
+// pass reads each operand twice and writes 7 bytes per element: memory-bound, O(size)
+// beside the GEMM's O(size^1.5). Other forms do both steps in one kernel and read the
+// operand from memory once (OperandPass, below).
 #pragma once
 
 #include <cstdint>
