@@ -3,8 +3,8 @@
 
 #include <map>
 #include <mutex>
-#include <set>
 #include <tuple>
+#include <utility>
 
 #include "cuda/common/cuda_check.hpp"
 
@@ -61,14 +61,14 @@ int64_t resident_clusters(const void* kernel, int threads, int smem_bytes, int c
 
 void allow_dynamic_smem(const void* kernel, int smem_bytes) {
     static std::mutex mu;
-    static auto* allowed = new std::set<std::tuple<const void*, int, int>>();  // kept until exit
+    static auto* allowed = new std::map<std::pair<const void*, int>, int>();  // kept until exit
     int dev = 0;
     FASTGEMM_CUDA_CHECK(cudaGetDevice(&dev));
-    const auto key = std::make_tuple(kernel, dev, smem_bytes);
     std::lock_guard<std::mutex> lock(mu);
-    if (allowed->count(key)) return;
+    int& most = (*allowed)[std::make_pair(kernel, dev)];  // 0 for a kernel not seen on this device
+    if (smem_bytes <= most) return;
     FASTGEMM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-    allowed->insert(key);
+    most = smem_bytes;
 }
 
 }  // namespace cuda

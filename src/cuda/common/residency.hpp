@@ -31,8 +31,11 @@ int64_t resident_clusters(Kernel* kernel, int threads, int smem_bytes, int clust
 }
 
 // Allows `kernel` `smem_bytes` of dynamic shared memory on the current GPU (a launch of
-// more than 48 KiB needs it), asking the driver once per kernel, device and size: a
-// driver call on every launch is a measurable part of a small product's host time.
+// more than 48 KiB needs it), asking the driver only when the kernel needs more than it
+// was allowed before on this device: a driver call on every launch is a measurable part of
+// a small product's host time. The allowance only grows, so a kernel launched with several
+// sizes (the Ozaki operand pass's chunks) never has a smaller one set after a larger one,
+// which would fail the next launch of the larger size.
 void allow_dynamic_smem(const void* kernel, int smem_bytes);
 
 template <class Kernel>
