@@ -62,6 +62,13 @@ __device__ __forceinline__ double partial_sum_of_squares(const float* src, int64
     return partial;
 }
 
+// The scheme's tree over a line's 32 partials, lane p holding partial p: lane 0 gets the
+// sum of squares. Every form of the pass combines with this one, so that all round alike.
+__device__ __forceinline__ double combine_partials(double partial) {
+    for (int d = kLanes / 2; d >= 1; d /= 2) partial += __shfl_down_sync(0xffffffffu, partial, d);
+    return partial;
+}
+
 // A line's record from its sum of squares: its scale, and a 1-norm and inexact flag that
 // the residue kernels then add to.
 __device__ __forceinline__ void start_line(OzakiLine& line, double sum_of_squares, double R) {
@@ -78,9 +85,8 @@ __global__ void __launch_bounds__(kRowBlock) line_sums_rows_kernel(LineView v, d
     const int lane = threadIdx.x % 32;
     const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
     if (line >= v.lines) return;  // the whole warp
-    double partial = partial_sum_of_squares(v.src + line * v.ls, 1, lane, v.K);
-    for (int w = kLanes / 2; w >= 1; w /= 2) partial += __shfl_down_sync(0xffffffffu, partial, w);
-    if (lane == 0) start_line(out[line], partial, R);
+    const double sum = combine_partials(partial_sum_of_squares(v.src + line * v.ls, 1, lane, v.K));
+    if (lane == 0) start_line(out[line], sum, R);
 }
 
 // Lines side by side: a block owns 32 lines, thread (p, x) keeps partial p of line x, so
@@ -93,8 +99,7 @@ __global__ void __launch_bounds__(kLanes* kLanes) line_sums_cols_kernel(LineView
     partials[p][x] = line < v.lines ? partial_sum_of_squares(v.src + line, v.ks, p, v.K) : 0.0;
     __syncthreads();
     const int w = p;  // warp w now combines line l0 + w, lane x holding its partial x
-    double s = partials[x][w];
-    for (int d = kLanes / 2; d >= 1; d /= 2) s += __shfl_down_sync(0xffffffffu, s, d);
+    const double s = combine_partials(partials[x][w]);
     if (x == 0 && l0 + w < v.lines) start_line(out[l0 + w], s, R);
 }
 
@@ -143,6 +148,13 @@ __device__ __forceinline__ void split_quad(const float (&a)[4], double f, bool s
     for (int e = 0; e < 4; ++e) split_element(a[e], f, scalable, bits[e], norm1, inexact);
 #pragma unroll
     for (int l = 0; l < oz::kModuli; ++l) word[l] = pack_low_bytes(bits[0][l], bits[1][l], bits[2][l], bits[3][l]);
+}
+
+// A warp's 1-norms and inexact flags of one line, summed and or-ed into every lane's (lane 0
+// reads them; integer sums, the same in any order).
+__device__ __forceinline__ void combine_line_terms(uint64_t& norm1, bool& inexact) {
+    for (int d = 16; d >= 1; d /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, d);
+    inexact = __any_sync(0xffffffffu, inexact);
 }
 
 // A block's share of a line's 1-norm and inexactness, added to the line's record (integer
@@ -198,8 +210,7 @@ __global__ void __launch_bounds__(kRowBlock)
     bool inexact = false;
     uint64_t norm1 = 0;
     split_row_range(v, line, kp, k_begin, k_end, lane, vec4, lines[line].factor, planes, norm1, inexact);
-    for (int w = 16; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
-    inexact = __any_sync(0xffffffffu, inexact);
+    combine_line_terms(norm1, inexact);
     if (lane == 0) add_line_terms(lines[line], norm1, inexact);
 }
 
@@ -214,14 +225,12 @@ __global__ void __launch_bounds__(kRowBlock)
     const int lane = threadIdx.x % 32;
     const int64_t line = int64_t(blockIdx.x) * kRowLines + threadIdx.x / 32;
     if (line >= v.lines) return;  // the whole warp
-    double partial = partial_sum_of_squares(v.src + line * v.ls, 1, lane, v.K);
-    for (int w = kLanes / 2; w >= 1; w /= 2) partial += __shfl_down_sync(0xffffffffu, partial, w);
-    const oz::LineScale s = oz::line_scale(__shfl_sync(0xffffffffu, partial, 0), R);  // lane 0 holds the sum
+    const double sum = combine_partials(partial_sum_of_squares(v.src + line * v.ls, 1, lane, v.K));
+    const oz::LineScale s = oz::line_scale(__shfl_sync(0xffffffffu, sum, 0), R);  // lane 0 holds the sum
     bool inexact = false;
     uint64_t norm1 = 0;
     split_row_range(v, line, kp, 0, kp, lane, vec4, s.factor, planes, norm1, inexact);
-    for (int w = 16; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
-    inexact = __any_sync(0xffffffffu, inexact);
+    combine_line_terms(norm1, inexact);
     if (lane == 0) {
         OzakiLine& out = lines[line];
         out.factor = s.factor;
@@ -363,8 +372,7 @@ __global__ void __launch_bounds__(kResidentThreads)
     }
     if (rank == blocks - 1) {  // the canonical tree over each line's 32 partials, then its scale
         for (int x = warp; x < kLanes; x += kResidentWarps) {
-            double sum = carry[lane][x];
-            for (int d = kLanes / 2; d >= 1; d /= 2) sum += __shfl_down_sync(0xffffffffu, sum, d);
+            const double sum = combine_partials(carry[lane][x]);
             if (lane == 0) {
                 const oz::LineScale ls = oz::line_scale(sum, R);
                 scale[0][x] = ls.factor;
@@ -394,8 +402,7 @@ __global__ void __launch_bounds__(kResidentThreads)
             for (int l = 0; l < oz::kModuli; ++l)
                 *reinterpret_cast<uint32_t*>(planes + (int64_t(l) * v.lines + line) * kp + k0 + kk) = word[l];
         }
-        for (int w = 16; w >= 1; w /= 2) norm1 += __shfl_down_sync(0xffffffffu, norm1, w);
-        inexact = __any_sync(0xffffffffu, inexact);
+        combine_line_terms(norm1, inexact);
         if (lane == 0) norm_share[x] = norm1, inexact_share[x] = inexact;
     }
     cluster.sync();
